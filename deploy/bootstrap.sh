@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs what gemmd needs to build, test and run, and only what is missing.
+# Safe to run again: with everything present it changes nothing and prints one line.
+#
+# Needs Debian 12 (bookworm) packages; uses sudo when not root. The CUDA toolkit is not
+# installed here: with nvcc at $CUDA_PATH or /usr/local/cuda the GPU engine is built,
+# without it the build is CPU-only.
+set -euo pipefail
+
+packages=(
+  bazel-bootstrap        # Bazel 4.2.3 (WORKSPACE era), works offline with our stubs
+  gcc g++                # C11 / C++17
+  libgrpc-dev            # gRPC C core 1.51 (grpc/grpc.h), libgpr
+  libprotobuf-c-dev      # protobuf-c runtime
+  protobuf-c-compiler    # protoc-c: C code from .proto, generated in the build
+  protobuf-compiler      # protoc
+  libuv1-dev             # the daemon's event loop
+  prometheus             # promtool, to check /metrics in tests
+  python3                # Debian's /usr/bin/python3 for the test clients
+  python3-grpcio         # an independent gRPC client for the integration tests
+  python3-grpc-tools     # generates that client's stubs from proto/ at test time
+  curl                   # HTTP probes in tests and docs
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "bootstrap: all ${#packages[@]} packages present"
+else
+  echo "bootstrap: installing ${missing[*]}"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "bootstrap: installed ${#missing[@]} packages"
+fi
+
+cuda="${CUDA_PATH:-/usr/local/cuda}"
+if [ -x "$cuda/bin/nvcc" ]; then
+  echo "bootstrap: CUDA at $cuda ($("$cuda/bin/nvcc" --version | grep -o 'release [0-9.]*')): GPU targets are built"
+else
+  echo "bootstrap: no nvcc at $cuda: CPU-only build (set CUDA_PATH to use a toolkit elsewhere)"
+fi

@@ -1,0 +1,189 @@
+/* Quantizers: for every FP8 dtype × scale layout × source dtype, on ragged shapes with
+ * values whose magnitude changes from block to block:
+ *   - every scale equals amax/fp8_max of its block, computed here independently
+ *     (all-zero block -> 1);
+ *   - every element dequantizes within half an FP8 step of its input;
+ *   - the largest element of each block lands on ±fp8_max;
+ *   - NaN stays NaN, Inf is left out of amax;
+ *   - bad arguments are refused.
+ */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "kernels/errors.h"
+#include "kernels/quantize.h"
+#include "kernels/testutil.h"
+
+static float decode(gemmd_dtype_t fp8, uint8_t c) {
+  return fp8 == GEMMD_DTYPE_FP8_E4M3 ? gemmd_e4m3_to_f32(c) : gemmd_e5m2_to_f32(c);
+}
+
+/* Block geometry of a layout, written out here rather than taken from the library. */
+static void block_of(gemmd_scale_layout_t layout, uint32_t rows, uint32_t cols, uint32_t r,
+                     uint32_t c, size_t *index, uint32_t *r0, uint32_t *r1, uint32_t *c0,
+                     uint32_t *c1) {
+  const uint32_t nbc = (cols + 127) / 128;
+  switch (layout) {
+    case GEMMD_SCALE_NONE:
+    case GEMMD_SCALE_TENSOR:
+      *index = 0, *r0 = 0, *r1 = rows, *c0 = 0, *c1 = cols;
+      return;
+    case GEMMD_SCALE_ROW:
+      *index = r, *r0 = r, *r1 = r + 1, *c0 = 0, *c1 = cols;
+      return;
+    case GEMMD_SCALE_BLOCK_1X128:
+      *index = (size_t)r * nbc + c / 128, *r0 = r, *r1 = r + 1;
+      break;
+    case GEMMD_SCALE_BLOCK_128X128:
+      *index = (size_t)(r / 128) * nbc + c / 128, *r0 = r / 128 * 128;
+      *r1 = *r0 + 128 < rows ? *r0 + 128 : rows;
+      break;
+  }
+  *c0 = c / 128 * 128;
+  *c1 = *c0 + 128 < cols ? *c0 + 128 : cols;
+}
+
+/* The value the quantizer sees: stored value × scale, an FP32 product. */
+static double real_value(const test_matrix_t *m, uint32_t r, uint32_t c) {
+  const float v = gemmd_operand_raw(&m->op, r, c) * gemmd_operand_scale(&m->op, r, c);
+  return v;
+}
+
+static void check_case(test_rng_t *rng, gemmd_dtype_t fp8, gemmd_scale_layout_t layout,
+                       gemmd_dtype_t src_dtype, uint32_t rows, uint32_t cols) {
+  test_matrix_t src;
+  const gemmd_scale_layout_t src_layout =
+      gemmd_dtype_is_fp8(src_dtype) ? GEMMD_SCALE_TENSOR : GEMMD_SCALE_NONE;
+  test_matrix_random(&src, rng, rows, cols, src_dtype, src_layout, 3.0);
+  /* Magnitudes that differ by row and column block, so that scales differ. */
+  if (src_dtype == GEMMD_DTYPE_FP32) {
+    float *v = src.data;
+    for (uint32_t r = 0; r < rows; r++) {
+      for (uint32_t c = 0; c < cols; c++) {
+        v[(size_t)r * cols + c] *= ldexpf(1.0f, (int)((r * 7 + c / 128 * 3) % 13) - 6);
+      }
+    }
+    /* An all-zero first 128-block of row 0 (a whole 128x128 tile when rows, cols < 128
+     * is only that block), a NaN and an Inf when there is room. */
+    if (rows > 1) {
+      for (uint32_t c = 0; c < (cols < 128 ? cols : 128); c++) v[c] = 0.0f;
+    }
+    if (rows * cols > 300) {
+      v[(size_t)rows * cols - 1] = NAN;
+      v[(size_t)rows * cols - 2] = INFINITY;
+    }
+  }
+
+  const size_t ns = gemmd_scale_count(layout, rows, cols);
+  uint8_t *q = malloc((size_t)rows * cols);
+  float *scales = malloc(sizeof(float) * (ns + 1));
+  TEST_CHECK(gemmd_quantize(&src.op, fp8, layout, q, scales) == GEMMD_OK, "quantize failed");
+
+  /* Expected scales, block by block. */
+  float *expect = calloc(ns + 1, sizeof(float));
+  double *amax = calloc(ns + 1, sizeof(double));
+  for (uint32_t r = 0; r < rows; r++) {
+    for (uint32_t c = 0; c < cols; c++) {
+      size_t bi;
+      uint32_t r0, r1, c0, c1;
+      block_of(layout, rows, cols, r, c, &bi, &r0, &r1, &c0, &c1);
+      const double a = fabs(real_value(&src, r, c));
+      if (isfinite(a) && a > amax[bi]) amax[bi] = a;
+    }
+  }
+  const float fp8_max = gemmd_fp8_max(fp8);
+  for (size_t i = 0; i < ns; i++) {
+    const float am = (float)amax[i];
+    expect[i] = am == 0.0f ? 1.0f : fmaxf(am / fp8_max, FLT_MIN);
+    TEST_CHECK(memcmp(&expect[i], &scales[i], sizeof(float)) == 0,
+               "%s %s from %s %ux%u: scale[%zu] = %a, expected %a (amax %a)",
+               gemmd_dtype_name(fp8), gemmd_scale_layout_name(layout),
+               gemmd_dtype_name(src_dtype), rows, cols, i, scales[i], expect[i], am);
+  }
+
+  /* Element bounds: half an FP8 step relative, or half the smallest subnormal. */
+  const double rel = fp8 == GEMMD_DTYPE_FP8_E4M3 ? 0x1p-4 : 0x1p-3;
+  const double abs_unit = fp8 == GEMMD_DTYPE_FP8_E4M3 ? 0x1p-10 : 0x1p-17;
+  for (uint32_t r = 0; r < rows; r++) {
+    for (uint32_t c = 0; c < cols; c++) {
+      size_t bi;
+      uint32_t r0, r1, c0, c1;
+      block_of(layout, rows, cols, r, c, &bi, &r0, &r1, &c0, &c1);
+      const double s = layout == GEMMD_SCALE_NONE ? 1.0 : scales[bi];
+      const double x = real_value(&src, r, c);
+      const uint8_t code = q[(size_t)r * cols + c];
+      const double deq = (double)decode(fp8, code) * s;
+      if (isnan(x) || (isinf(x) && fp8 == GEMMD_DTYPE_FP8_E4M3)) {
+        TEST_CHECK(isnan(deq), "(%u,%u): non-finite %g gave %g", r, c, x, deq);
+        continue;
+      }
+      if (isinf(x)) {
+        TEST_CHECK(deq == x, "(%u,%u): %g gave %g", r, c, x, deq);
+        continue;
+      }
+      if (layout == GEMMD_SCALE_NONE && fabs(x) > fp8_max) {
+        TEST_CHECK(deq == copysign(fp8_max, x), "(%u,%u): %g must saturate, gave %g", r, c, x,
+                   deq);
+        continue;
+      }
+      const double bound = fmax(rel * fabs(x), abs_unit * s) * (1.0 + 1e-6);
+      TEST_CHECK(fabs(deq - x) <= bound,
+                 "%s %s from %s %ux%u (%u,%u): x=%.9g dequantized %.9g (code 0x%02x, scale %g), "
+                 "error %g > bound %g",
+                 gemmd_dtype_name(fp8), gemmd_scale_layout_name(layout),
+                 gemmd_dtype_name(src_dtype), rows, cols, r, c, x, deq, code, s,
+                 fabs(deq - x), bound);
+      if (layout != GEMMD_SCALE_NONE && amax[bi] > 0 && fabs(x) == amax[bi]) {
+        TEST_CHECK(fabs(decode(fp8, code)) == fp8_max, "(%u,%u): block max %g gave code 0x%02x",
+                   r, c, x, code);
+      }
+    }
+  }
+  free(q);
+  free(scales);
+  free(expect);
+  free(amax);
+  test_matrix_free(&src);
+}
+
+static void check_bad_arguments(void) {
+  float v[4] = {1, 2, 3, 4}, s[4];
+  uint8_t q[4];
+  gemmd_operand_t op = {2, 2, 2, GEMMD_DTYPE_FP32, v, GEMMD_SCALE_NONE, NULL};
+  TEST_CHECK(gemmd_quantize(&op, GEMMD_DTYPE_BF16, GEMMD_SCALE_ROW, q, s) == GEMMD_EINVAL,
+             "BF16 is not an FP8 target");
+  TEST_CHECK(gemmd_quantize(&op, GEMMD_DTYPE_FP8_E4M3, (gemmd_scale_layout_t)9, q, s) ==
+                 GEMMD_EINVAL,
+             "unknown layout");
+  TEST_CHECK(gemmd_quantize(&op, GEMMD_DTYPE_FP8_E4M3, GEMMD_SCALE_ROW, q, NULL) ==
+                 GEMMD_EINVAL,
+             "missing scales");
+  TEST_CHECK(gemmd_quantize_scale(GEMMD_DTYPE_FP8_E4M3, 0.0f) == 1.0f, "zero block");
+  TEST_CHECK(gemmd_quantize_scale(GEMMD_DTYPE_FP8_E4M3, 448.0f) == 1.0f, "amax 448");
+  TEST_CHECK(gemmd_quantize_scale(GEMMD_DTYPE_FP8_E5M2, 57344.0f * 4) == 4.0f, "amax 4*max");
+}
+
+int main(void) {
+  test_rng_t rng = {test_seed("quantize_test")};
+  static const uint32_t shapes[][2] = {{1, 1},   {1, 129},  {7, 128},  {3, 1000},
+                                       {129, 257}, {128, 128}, {200, 300}, {17, 16}};
+  const gemmd_dtype_t fp8s[] = {GEMMD_DTYPE_FP8_E4M3, GEMMD_DTYPE_FP8_E5M2};
+  const gemmd_dtype_t srcs[] = {GEMMD_DTYPE_FP32, GEMMD_DTYPE_BF16, GEMMD_DTYPE_FP16,
+                                GEMMD_DTYPE_FP8_E5M2};
+  int cases = 0;
+  for (size_t f = 0; f < 2; f++) {
+    for (int layout = GEMMD_SCALE_NONE; layout <= GEMMD_SCALE_BLOCK_128X128; layout++) {
+      for (size_t s = 0; s < sizeof srcs / sizeof srcs[0]; s++) {
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+          check_case(&rng, fp8s[f], (gemmd_scale_layout_t)layout, srcs[s], shapes[i][0],
+                     shapes[i][1]);
+          cases++;
+        }
+      }
+    }
+  }
+  check_bad_arguments();
+  printf("quantize_test: %d cases passed\n", cases);
+  return 0;
+}
