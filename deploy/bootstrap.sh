@@ -19,6 +19,8 @@ packages=(
   python3                # Debian's /usr/bin/python3 for the test clients
   python3-grpcio         # an independent gRPC client for the integration tests
   python3-grpc-tools     # generates that client's stubs from proto/ at test time
+  python3-numpy          # the tests' independent FP64 reference
+  openssl                # self-signed certificates for the TLS test
   curl                   # HTTP probes in tests and docs
 )
 

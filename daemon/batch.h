@@ -1,0 +1,51 @@
+/* A batch: the requests one engine run serves, grouped into GEMM groups, and the plan
+ * that lays them out as a parameter table over three arenas (kernels/group_table.h).
+ *
+ * The batcher forms it on the loop thread; gemmd_batch_plan fills the table and each
+ * request's offsets; the engine stages A into its arenas (gemmd_batch_stage_a), runs the
+ * table, and reports back; the loop answers the requests and frees the batch. */
+#ifndef GEMMD_DAEMON_BATCH_H_
+#define GEMMD_DAEMON_BATCH_H_
+
+#include <stdint.h>
+
+#include "daemon/request.h"
+#include "kernels/group_table.h"
+
+struct gemmd_batch_s {
+  uint64_t id;
+  uint32_t n_requests, n_groups;
+  uint64_t rows; /* Σ M */
+
+  /* Requests, grouped: group g owns requests[group_start[g] .. group_start[g+1]). */
+  gemmd_request_t **requests;
+  uint32_t *group_start;
+  gemmd_weight_t **group_weight;
+  gemmd_group_params_t *table; /* n_groups rows */
+
+  /* Arena sizes from the plan. */
+  uint64_t a_bytes, sa_count, d_bytes;
+  double flops;                      /* Σ 2·m·n·k */
+  uint64_t input_bytes, output_bytes; /* A bytes + scales in; D bytes out */
+
+  /* The engine's outcome. status is a gRPC code for every request of the batch. */
+  int status;
+  char message[256];
+  uint64_t formed_ns, done_ns, compute_ns;
+  uint32_t graph_replays, graph_captures;
+  void *engine_data;
+};
+
+/* Room for n requests; NULL when out of memory. */
+gemmd_batch_t *gemmd_batch_new(uint32_t n_requests);
+void gemmd_batch_free(gemmd_batch_t *b);
+
+/* Lays out the table and arenas. Needs requests grouped and their weights resolved.
+ * B addresses are the weights' host bytes; an engine that keeps its own copies rewrites
+ * b_data / b_scales. Returns 0. */
+int gemmd_batch_plan(gemmd_batch_t *b);
+
+/* Copies every request's A rows and 1×128 scales to their places in the arenas. */
+void gemmd_batch_stage_a(const gemmd_batch_t *b, uint8_t *a_arena, float *sa_arena);
+
+#endif /* GEMMD_DAEMON_BATCH_H_ */

@@ -1,0 +1,46 @@
+/* The batcher: a FIFO of admitted requests and the rule that turns its head into a batch.
+ *
+ * Pure logic on the loop thread (no I/O, no clock of its own), so it is unit-tested
+ * directly. A batch takes requests in arrival order until a limit would be passed:
+ * requests, rows (Σ M) or groups. Requests with the same weight, A dtype and output dtype
+ * are stacked along M into one group. A request alone larger than the row limit still
+ * runs, alone. Requests whose deadline has passed are taken out and handed back
+ * unbatched, so no compute is spent on them. */
+#ifndef GEMMD_DAEMON_BATCHER_H_
+#define GEMMD_DAEMON_BATCHER_H_
+
+#include <stdint.h>
+
+#include "daemon/batch.h"
+#include "daemon/request.h"
+
+typedef struct gemmd_batcher_limits_s {
+  uint32_t max_requests;
+  uint64_t max_rows;
+  uint32_t max_groups;
+} gemmd_batcher_limits_t;
+
+typedef struct gemmd_batcher_s {
+  gemmd_batcher_limits_t limits;
+  gemmd_request_t *head, *tail;
+  uint32_t depth;
+  uint64_t next_batch_id;
+} gemmd_batcher_t;
+
+void gemmd_batcher_init(gemmd_batcher_t *b, gemmd_batcher_limits_t limits);
+void gemmd_batcher_push(gemmd_batcher_t *b, gemmd_request_t *r);
+/* Accepted time of the oldest queued request; 0 when empty. */
+uint64_t gemmd_batcher_oldest_ns(const gemmd_batcher_t *b);
+
+/* Forms the next batch at time now_ns. Expired requests are unlinked and returned in
+ * *expired (a list through ->next). Returns NULL when nothing is left to run (or on
+ * allocation failure, leaving the queue as it was). The batch is grouped and planned. */
+gemmd_batch_t *gemmd_batcher_form(gemmd_batcher_t *b, uint64_t now_ns, gemmd_request_t **expired);
+
+/* Unlinks every request whose deadline is at or before now_ns; returns them as a list. */
+gemmd_request_t *gemmd_batcher_expire(gemmd_batcher_t *b, uint64_t now_ns);
+
+/* Unlinks every queued request (shutdown); returns them as a list. */
+gemmd_request_t *gemmd_batcher_take_all(gemmd_batcher_t *b);
+
+#endif /* GEMMD_DAEMON_BATCHER_H_ */

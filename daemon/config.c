@@ -1,0 +1,402 @@
+#include "daemon/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/log.h"
+#include "kernels/errors.h"
+
+typedef enum { OPT_STRING, OPT_INT, OPT_SIZE, OPT_ENUM, OPT_LIST } opt_type_t;
+
+typedef struct {
+  const char *name;  /* flag name without dashes; file key; GEMMD_ + upper/underscores */
+  opt_type_t type;
+  size_t offset;     /* into gemmd_config_t */
+  size_t size;       /* buffer size for strings */
+  const char *def;   /* default, as text */
+  int64_t min, max;  /* bounds for INT and SIZE */
+  const char *choices; /* "auto|cuda|cpu" for ENUM */
+  const char *help;
+} opt_t;
+
+#define STR(field, name, def, help) \
+  {name, OPT_STRING, offsetof(gemmd_config_t, field), sizeof(((gemmd_config_t *)0)->field), def, 0, 0, NULL, help}
+#define INT(field, name, def, lo, hi, help) \
+  {name, OPT_INT, offsetof(gemmd_config_t, field), 0, def, lo, hi, NULL, help}
+#define SIZE(field, name, def, lo, hi, help) \
+  {name, OPT_SIZE, offsetof(gemmd_config_t, field), 0, def, lo, hi, NULL, help}
+#define ENUM(field, name, def, choices, help) \
+  {name, OPT_ENUM, offsetof(gemmd_config_t, field), sizeof(((gemmd_config_t *)0)->field), def, 0, 0, choices, help}
+
+static const opt_t options[] = {
+    STR(grpc_listen, "grpc-listen", "0.0.0.0:50051",
+        "gRPC address HOST:PORT (port 0 picks a free one; the log line 'listening' says which)"),
+    STR(metrics_listen, "metrics-listen", "127.0.0.1:9464",
+        "HTTP address for /metrics, /healthz, /readyz, /stats (port 0 picks a free one)"),
+    INT(grpc_threads, "grpc-threads", "2", 1, 64,
+        "completion-queue threads that decode and validate requests"),
+    SIZE(max_message_bytes, "max-message-bytes", "1G", 1024, 2147483647,
+         "largest gRPC message received or sent (RESOURCE_EXHAUSTED beyond)"),
+    STR(tls_cert, "tls-cert", "", "PEM certificate chain: serve gRPC over TLS (with --tls-key)"),
+    STR(tls_key, "tls-key", "", "PEM private key for --tls-cert"),
+    STR(tls_client_ca, "tls-client-ca", "",
+        "PEM CA bundle: require and verify client certificates (mutual TLS)"),
+    ENUM(backend, "backend", "auto", "auto|cuda|cpu",
+         "compute backend; auto takes the GPU when one is usable, else the CPU"),
+    INT(device, "device", "0", 0, 1023, "CUDA device ordinal"),
+    INT(cpu_threads, "cpu-threads", "0", 0, 1024,
+        "threads of the CPU backend's GEMM (0: one per online CPU)"),
+    STR(weight_dir, "weight-dir", "",
+        "directory where registered weights persist; a restart loads them back"),
+    {"preload", OPT_LIST, offsetof(gemmd_config_t, preload), sizeof(((gemmd_config_t *)0)->preload[0]), "",
+     0, 0, NULL, "FP8 safetensors file to register at start (repeatable)"},
+    SIZE(weight_memory_bytes, "weight-memory-bytes", "32G", 0, INT64_MAX,
+         "budget for registered weights; registration beyond it is RESOURCE_EXHAUSTED"),
+    INT(max_batch_requests, "max-batch-requests", "256", 1, 65536,
+        "most requests in one batch"),
+    INT(max_batch_rows, "max-batch-rows", "16384", 1, 1 << 24,
+        "most rows (sum of M) in one batch; a larger single request runs alone"),
+    INT(max_batch_groups, "max-batch-groups", "128", 1, 4096,
+        "most GEMM groups (distinct weights) in one batch"),
+    INT(max_batch_delay_us, "max-batch-delay-us", "0", 0, 1000000,
+        "how long a free engine may wait for more requests before a partial batch (0: never)"),
+    INT(queue_depth, "queue-depth", "4096", 1, 1 << 20,
+        "requests waiting for a batch; beyond it RESOURCE_EXHAUSTED"),
+    INT(max_inflight_per_client, "max-inflight-per-client", "1024", 1, 1 << 20,
+        "requests one connection may have accepted and unanswered"),
+    INT(max_m, "max-m", "65536", 1, 1 << 24, "largest M (rows of A) accepted"),
+    INT(max_n, "max-n", "65536", 1, 1 << 24, "largest N (rows of B) accepted"),
+    INT(max_k, "max-k", "65536", 1, 1 << 24, "largest K accepted"),
+    ENUM(log_level, "log-level", "info", "debug|info|warn|error", "least severe log level printed"),
+};
+
+#define N_OPTIONS (sizeof options / sizeof options[0])
+
+static const opt_t *find_option(const char *name) {
+  for (size_t i = 0; i < N_OPTIONS; i++) {
+    if (strcmp(options[i].name, name) == 0) return &options[i];
+  }
+  return NULL;
+}
+
+int gemmd_config_parse_size(const char *text, uint64_t *out) {
+  char *end;
+  errno = 0;
+  const unsigned long long v = strtoull(text, &end, 10);
+  if (end == text || errno != 0 || text[0] == '-') return GEMMD_EINVAL;
+  unsigned shift = 0;
+  switch (toupper((unsigned char)*end)) {
+    case '\0':
+      break;
+    case 'K':
+      shift = 10;
+      break;
+    case 'M':
+      shift = 20;
+      break;
+    case 'G':
+      shift = 30;
+      break;
+    case 'T':
+      shift = 40;
+      break;
+    default:
+      return GEMMD_EINVAL;
+  }
+  if (*end != '\0') {
+    end++;
+    if (*end == 'i' || *end == 'I') end++;
+    if (*end == 'B' || *end == 'b') end++;
+    if (*end != '\0') return GEMMD_EINVAL;
+  }
+  if (shift > 0 && v > (UINT64_MAX >> shift)) return GEMMD_EINVAL;
+  *out = (uint64_t)v << shift;
+  return GEMMD_OK;
+}
+
+static int set_option(gemmd_config_t *cfg, const opt_t *o, const char *value, char *err,
+                      size_t errlen) {
+  char *field = (char *)cfg + o->offset;
+  switch (o->type) {
+    case OPT_STRING:
+      if (strlen(value) >= o->size) {
+        snprintf(err, errlen, "--%s: value longer than %zu characters", o->name, o->size - 1);
+        return GEMMD_EINVAL;
+      }
+      memcpy(field, value, strlen(value) + 1);
+      return GEMMD_OK;
+    case OPT_ENUM: {
+      const size_t len = strlen(value);
+      const char *p = o->choices;
+      while (*p) {
+        const char *bar = strchr(p, '|');
+        const size_t clen = bar ? (size_t)(bar - p) : strlen(p);
+        if (clen == len && strncmp(p, value, len) == 0) {
+          memcpy(field, value, len + 1);
+          return GEMMD_OK;
+        }
+        p += clen + (bar ? 1 : 0);
+      }
+      snprintf(err, errlen, "--%s: '%s' is not one of %s", o->name, value, o->choices);
+      return GEMMD_EINVAL;
+    }
+    case OPT_INT: {
+      char *end;
+      errno = 0;
+      const long long v = strtoll(value, &end, 10);
+      if (end == value || *end != '\0' || errno != 0) {
+        snprintf(err, errlen, "--%s: '%s' is not an integer", o->name, value);
+        return GEMMD_EINVAL;
+      }
+      if (v < o->min || v > o->max) {
+        snprintf(err, errlen, "--%s: %lld is outside [%" PRId64 ", %" PRId64 "]", o->name, v,
+                 o->min, o->max);
+        return GEMMD_EINVAL;
+      }
+      *(int64_t *)field = v;
+      return GEMMD_OK;
+    }
+    case OPT_SIZE: {
+      uint64_t v;
+      if (gemmd_config_parse_size(value, &v) != GEMMD_OK) {
+        snprintf(err, errlen, "--%s: '%s' is not a size (e.g. 4096, 64M, 2G)", o->name, value);
+        return GEMMD_EINVAL;
+      }
+      if (v < (uint64_t)o->min || v > (uint64_t)o->max) {
+        snprintf(err, errlen, "--%s: %s is outside [%" PRId64 ", %" PRId64 "] bytes", o->name,
+                 value, o->min, o->max);
+        return GEMMD_EINVAL;
+      }
+      *(uint64_t *)field = v;
+      return GEMMD_OK;
+    }
+    case OPT_LIST: {
+      if (value[0] == '\0') return GEMMD_OK;
+      if (cfg->n_preload >= GEMMD_CONFIG_MAX_PRELOAD) {
+        snprintf(err, errlen, "--%s: at most %d files", o->name, GEMMD_CONFIG_MAX_PRELOAD);
+        return GEMMD_EINVAL;
+      }
+      if (strlen(value) >= o->size) {
+        snprintf(err, errlen, "--%s: path longer than %zu characters", o->name, o->size - 1);
+        return GEMMD_EINVAL;
+      }
+      memcpy(cfg->preload[cfg->n_preload++], value, strlen(value) + 1);
+      return GEMMD_OK;
+    }
+  }
+  return GEMMD_EINVAL;
+}
+
+int gemmd_config_set(gemmd_config_t *cfg, const char *name, const char *value, char *err,
+                     size_t errlen) {
+  const opt_t *o = find_option(name);
+  if (o == NULL) {
+    snprintf(err, errlen, "unknown option '%s' (see gemmd --help)", name);
+    return GEMMD_EINVAL;
+  }
+  return set_option(cfg, o, value, err, errlen);
+}
+
+void gemmd_config_defaults(gemmd_config_t *cfg) {
+  char err[256];
+  memset(cfg, 0, sizeof *cfg);
+  for (size_t i = 0; i < N_OPTIONS; i++) {
+    if (options[i].type != OPT_LIST) set_option(cfg, &options[i], options[i].def, err, sizeof err);
+  }
+}
+
+static char *trim(char *s) {
+  while (isspace((unsigned char)*s)) s++;
+  char *e = s + strlen(s);
+  while (e > s && isspace((unsigned char)e[-1])) *--e = '\0';
+  return s;
+}
+
+static int load_file(gemmd_config_t *cfg, const char *path, char *err, size_t errlen) {
+  FILE *f = fopen(path, "r");
+  if (f == NULL) {
+    snprintf(err, errlen, "--config %s: %s", path, strerror(errno));
+    return GEMMD_EINVAL;
+  }
+  char line[2048];
+  int lineno = 0, rc = GEMMD_OK;
+  while (rc == GEMMD_OK && fgets(line, sizeof line, f) != NULL) {
+    lineno++;
+    char *hash = strchr(line, '#');
+    if (hash) *hash = '\0';
+    char *s = trim(line);
+    if (*s == '\0') continue;
+    char *eq = strchr(s, '=');
+    if (eq == NULL) {
+      snprintf(err, errlen, "%s:%d: expected 'name = value'", path, lineno);
+      rc = GEMMD_EINVAL;
+      break;
+    }
+    *eq = '\0';
+    char *name = trim(s), *value = trim(eq + 1);
+    const size_t vl = strlen(value);
+    if (vl >= 2 && value[0] == '"' && value[vl - 1] == '"') {
+      value[vl - 1] = '\0';
+      value++;
+    }
+    char inner[512];
+    if (gemmd_config_set(cfg, name, value, inner, sizeof inner) != GEMMD_OK) {
+      snprintf(err, errlen, "%s:%d: %s", path, lineno, inner);
+      rc = GEMMD_EINVAL;
+    }
+  }
+  fclose(f);
+  return rc;
+}
+
+/* GEMMD_MAX_BATCH_ROWS for "max-batch-rows". */
+static void env_name(const char *opt, char *out, size_t n) {
+  size_t j = (size_t)snprintf(out, n, "GEMMD_");
+  for (size_t i = 0; opt[i] && j + 1 < n; i++) {
+    out[j++] = opt[i] == '-' ? '_' : (char)toupper((unsigned char)opt[i]);
+  }
+  out[j] = '\0';
+}
+
+static const char *env_get(char **envp, const char *name) {
+  const size_t n = strlen(name);
+  for (char **e = envp; e && *e; e++) {
+    if (strncmp(*e, name, n) == 0 && (*e)[n] == '=') return *e + n + 1;
+  }
+  return NULL;
+}
+
+int gemmd_config_load(gemmd_config_t *cfg, int argc, char **argv, char **envp, char *err,
+                      size_t errlen) {
+  gemmd_config_defaults(cfg);
+  /* --help, --version and --config first: they decide what else is read. */
+  const char *config_path = env_get(envp, "GEMMD_CONFIG");
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return GEMMD_CONFIG_HELP;
+    if (strcmp(argv[i], "--version") == 0) return GEMMD_CONFIG_VERSION;
+    if (strncmp(argv[i], "--config=", 9) == 0) config_path = argv[i] + 9;
+    if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) config_path = argv[i + 1];
+  }
+  if (config_path != NULL && config_path[0] != '\0') {
+    if (strlen(config_path) >= sizeof cfg->config_file) {
+      snprintf(err, errlen, "--config: path too long");
+      return GEMMD_EINVAL;
+    }
+    strcpy(cfg->config_file, config_path);
+    if (load_file(cfg, config_path, err, errlen) != GEMMD_OK) return GEMMD_EINVAL;
+  }
+  for (size_t i = 0; i < N_OPTIONS; i++) {
+    char name[128];
+    env_name(options[i].name, name, sizeof name);
+    const char *v = env_get(envp, name);
+    if (v == NULL) continue;
+    char inner[512];
+    if (set_option(cfg, &options[i], v, inner, sizeof inner) != GEMMD_OK) {
+      snprintf(err, errlen, "%s: %s", name, inner);
+      return GEMMD_EINVAL;
+    }
+  }
+  /* Repeatable options given as flags replace what the file and environment said. */
+  int preload_from_flags = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    if (strncmp(arg, "--", 2) != 0) {
+      snprintf(err, errlen, "unexpected argument '%s' (see gemmd --help)", arg);
+      return GEMMD_EINVAL;
+    }
+    char name[128];
+    const char *value;
+    const char *eq = strchr(arg, '=');
+    if (eq != NULL) {
+      const size_t nl = (size_t)(eq - arg - 2);
+      if (nl >= sizeof name) {
+        snprintf(err, errlen, "unknown option '%s'", arg);
+        return GEMMD_EINVAL;
+      }
+      memcpy(name, arg + 2, nl);
+      name[nl] = '\0';
+      value = eq + 1;
+    } else {
+      snprintf(name, sizeof name, "%s", arg + 2);
+      if (i + 1 >= argc) {
+        snprintf(err, errlen, "--%s needs a value", name);
+        return GEMMD_EINVAL;
+      }
+      value = argv[++i];
+    }
+    if (strcmp(name, "config") == 0) continue;
+    if (strcmp(name, "preload") == 0 && !preload_from_flags) {
+      cfg->n_preload = 0;
+      preload_from_flags = 1;
+    }
+    if (gemmd_config_set(cfg, name, value, err, errlen) != GEMMD_OK) return GEMMD_EINVAL;
+  }
+  return GEMMD_OK;
+}
+
+void gemmd_config_print_help(FILE *out) {
+  fprintf(out,
+          "usage: gemmd [--option value | --option=value]...\n\n"
+          "gemmd serves FP8 GEMMs (D = A*B^T) over gRPC, with Prometheus metrics and health\n"
+          "endpoints over HTTP. Each option can also be set in the --config file\n"
+          "('name = value' lines, # comments) or as the environment variable GEMMD_NAME\n"
+          "(upper case, '-' -> '_'). Flags override the environment, which overrides the\n"
+          "file. Sizes take K, M, G, T suffixes (powers of 1024).\n\n"
+          "  --config FILE                read options from FILE (also GEMMD_CONFIG)\n"
+          "  --help                       this text\n"
+          "  --version                    print the version and exit\n");
+  for (size_t i = 0; i < N_OPTIONS; i++) {
+    const opt_t *o = &options[i];
+    char left[64];
+    const char *meta = o->type == OPT_INT    ? "N"
+                       : o->type == OPT_SIZE ? "BYTES"
+                       : o->type == OPT_ENUM ? o->choices
+                       : o->type == OPT_LIST ? "FILE"
+                                             : "VALUE";
+    snprintf(left, sizeof left, "--%s %s", o->name, meta);
+    fprintf(out, "  %-28s %s", left, o->help);
+    if (o->type == OPT_LIST) {
+      fprintf(out, "\n");
+    } else {
+      fprintf(out, " [default: %s]\n", o->def[0] ? o->def : "none");
+    }
+  }
+}
+
+void gemmd_config_log(const gemmd_config_t *cfg) {
+  char line[3500];
+  size_t n = 0;
+  for (size_t i = 0; i < N_OPTIONS && n < sizeof line; i++) {
+    const opt_t *o = &options[i];
+    const char *field = (const char *)cfg + o->offset;
+    int w = 0;
+    switch (o->type) {
+      case OPT_STRING:
+      case OPT_ENUM:
+        w = snprintf(line + n, sizeof line - n, "%s%s=\"%s\"", n ? " " : "", o->name, field);
+        break;
+      case OPT_INT:
+        w = snprintf(line + n, sizeof line - n, "%s%s=%" PRId64, n ? " " : "", o->name,
+                     *(const int64_t *)field);
+        break;
+      case OPT_SIZE:
+        w = snprintf(line + n, sizeof line - n, "%s%s=%" PRIu64, n ? " " : "", o->name,
+                     *(const uint64_t *)field);
+        break;
+      case OPT_LIST:
+        for (int j = 0; j < cfg->n_preload && n < sizeof line; j++) {
+          w = snprintf(line + n, sizeof line - n, " %s=\"%s\"", o->name, cfg->preload[j]);
+          if (w > 0) n += (size_t)w;
+        }
+        w = 0;
+        break;
+    }
+    if (w > 0) n += (size_t)w;
+  }
+  if (n >= sizeof line) n = sizeof line - 1;
+  line[n] = '\0';
+  gemmd_log(GEMMD_LOG_INFO, "config", "file=\"%s\" %s", cfg->config_file, line);
+}

@@ -1,0 +1,75 @@
+/* gemmd's configuration: one table (config.c) drives the command-line flags, the
+ * --config file, GEMMD_* environment variables, --help and the startup dump.
+ *
+ * Precedence, lowest first: built-in defaults, the config file, the environment, flags.
+ * Flag --max-batch-rows=N (or "--max-batch-rows N"); file line "max-batch-rows = N";
+ * environment GEMMD_MAX_BATCH_ROWS=N. Sizes take K/M/G/T (powers of 1024) suffixes. */
+#ifndef GEMMD_DAEMON_CONFIG_H_
+#define GEMMD_DAEMON_CONFIG_H_
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define GEMMD_CONFIG_MAX_PRELOAD 64
+
+typedef struct gemmd_config_s {
+  /* Listening. */
+  char grpc_listen[256];
+  char metrics_listen[256];
+  int64_t grpc_threads;
+  uint64_t max_message_bytes;
+  char tls_cert[1024];
+  char tls_key[1024];
+  char tls_client_ca[1024];
+  /* Device. */
+  char backend[16]; /* auto | cuda | cpu */
+  int64_t device;
+  int64_t cpu_threads;
+  /* Weights. */
+  char weight_dir[1024];
+  char preload[GEMMD_CONFIG_MAX_PRELOAD][1024];
+  int n_preload;
+  uint64_t weight_memory_bytes;
+  /* Batching and admission. */
+  int64_t max_batch_requests;
+  int64_t max_batch_rows;
+  int64_t max_batch_groups;
+  int64_t max_batch_delay_us;
+  int64_t queue_depth;
+  int64_t max_inflight_per_client;
+  /* Request limits. */
+  int64_t max_m;
+  int64_t max_n;
+  int64_t max_k;
+  /* Logging. */
+  char log_level[16];
+  /* Where the values came from (for the dump). */
+  char config_file[1024];
+} gemmd_config_t;
+
+/* Outcome of gemmd_config_load besides 0 and GEMMD_EINVAL. */
+enum { GEMMD_CONFIG_HELP = 1, GEMMD_CONFIG_VERSION = 2 };
+
+/* Fills defaults. */
+void gemmd_config_defaults(gemmd_config_t *cfg);
+
+/* Defaults, then the config file (--config or GEMMD_CONFIG), the environment, argv.
+ * Returns 0, GEMMD_CONFIG_HELP / GEMMD_CONFIG_VERSION (--help / --version seen), or
+ * GEMMD_EINVAL with a message in err ("--max-m: 0 is below the minimum 1"). */
+int gemmd_config_load(gemmd_config_t *cfg, int argc, char **argv, char **envp, char *err,
+                      size_t errlen);
+
+/* Sets one option by name ("max-m") from text; what the file, env and flags all use. */
+int gemmd_config_set(gemmd_config_t *cfg, const char *name, const char *value, char *err,
+                     size_t errlen);
+
+void gemmd_config_print_help(FILE *out);
+
+/* One structured log line with every value. */
+void gemmd_config_log(const gemmd_config_t *cfg);
+
+/* "1.5 GiB"-free parsing helper, exposed for tests: "64M" -> 67108864. */
+int gemmd_config_parse_size(const char *text, uint64_t *out);
+
+#endif /* GEMMD_DAEMON_CONFIG_H_ */

@@ -1,0 +1,50 @@
+/* The engine seam: what runs a batch. The CPU engine (engine_cpu.c) and the CUDA engine
+ * (engine_cuda.c, issue 5) sit behind the same table of functions.
+ *
+ * The loop submits a planned batch when the engine has a free slot; the engine runs it
+ * on its own threads and calls `done` (from one of them) when the batch has a status,
+ * and the results are in place: batch->status, compute_ns, and for OK every request's
+ * d points at its rows. `done` must not block; gemmd's posts the batch back to the loop.
+ */
+#ifndef GEMMD_DAEMON_ENGINE_H_
+#define GEMMD_DAEMON_ENGINE_H_
+
+#include <stddef.h>
+
+#include "daemon/batch.h"
+#include "daemon/weight.h"
+
+typedef struct gemmd_engine_s gemmd_engine_t;
+typedef void (*gemmd_engine_done_fn)(void *ctx, gemmd_batch_t *batch);
+
+typedef struct gemmd_engine_ops_s {
+  /* Queues a batch; returns 0, or an error when it cannot (then done never runs). */
+  int (*submit)(gemmd_engine_t *e, gemmd_batch_t *batch);
+  /* Makes the engine's copy of a weight (device upload); 0 or an error. */
+  int (*weight_load)(gemmd_engine_t *e, gemmd_weight_t *w);
+  /* Drops the engine's copy; only called when no batch uses the weight. */
+  void (*weight_unload)(gemmd_engine_t *e, gemmd_weight_t *w);
+  /* Frees the engine's arenas of a finished batch, after the loop has answered it. */
+  void (*batch_release)(gemmd_engine_t *e, gemmd_batch_t *batch);
+  /* Device memory the engine holds, in bytes. */
+  uint64_t (*memory_used)(gemmd_engine_t *e);
+  /* Stops the workers (no batch may be in flight) and frees the engine. */
+  void (*close)(gemmd_engine_t *e);
+} gemmd_engine_ops_t;
+
+struct gemmd_engine_s {
+  const gemmd_engine_ops_t *ops;
+  const char *backend;   /* "cpu" or "cuda" */
+  char device[128];      /* what it runs on, for logs and gemmd_build_info */
+  char kernel[64];       /* the GEMM implementation, for ServerStats */
+  unsigned slots;        /* batches it accepts at once */
+  gemmd_engine_done_fn done;
+  void *done_ctx;
+};
+
+/* The CPU engine: batches run group by group through kernels/cpu_gemm.h on `threads`
+ * threads (0: every online CPU). */
+int gemmd_engine_cpu_create(int threads, gemmd_engine_done_fn done, void *done_ctx,
+                            gemmd_engine_t **out);
+
+#endif /* GEMMD_DAEMON_ENGINE_H_ */

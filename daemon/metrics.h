@@ -1,0 +1,61 @@
+/* Prometheus exposition of gemmd's counters (SPEC §4).
+ *
+ * The loop thread owns a gemmd_metrics_t and updates its fields directly; gauges are set
+ * right before rendering. gemmd_metrics_render writes the text format (version 0.0.4)
+ * that `promtool check metrics` accepts: HELP and TYPE for every family, the families of
+ * SPEC §4 with their labels, and the standard process_* metrics read from /proc. */
+#ifndef GEMMD_DAEMON_METRICS_H_
+#define GEMMD_DAEMON_METRICS_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/histogram.h"
+
+typedef enum { GEMMD_TRANSPORT_GRPC = 0, GEMMD_TRANSPORT_SHM = 1 } gemmd_transport_t;
+#define GEMMD_N_TRANSPORTS 2
+#define GEMMD_N_CODES 17 /* gRPC status codes 0..16 */
+
+/* "grpc" / "shm". */
+const char *gemmd_transport_name(gemmd_transport_t t);
+/* "OK", "CANCELLED", ... "UNAUTHENTICATED"; "UNKNOWN" outside 0..16. */
+const char *gemmd_code_name(int code);
+
+typedef struct gemmd_metrics_s {
+  /* Counters. */
+  uint64_t requests[GEMMD_N_TRANSPORTS][GEMMD_N_CODES]; /* gemmd_requests_total */
+  uint64_t batches;                                      /* gemmd_batches_total */
+  double flops;                                          /* gemmd_flops_total */
+  uint64_t input_bytes, output_bytes;                    /* gemmd_{input,output}_bytes_total */
+  uint64_t graph_replays, graph_captures;                /* gemmd_graph_{replays,captures}_total */
+  /* Histograms. */
+  gemmd_histogram_t request_seconds[GEMMD_N_TRANSPORTS]; /* gemmd_request_duration_seconds */
+  gemmd_histogram_t queue_seconds;                       /* gemmd_queue_duration_seconds */
+  gemmd_histogram_t batch_seconds;                       /* gemmd_batch_duration_seconds */
+  gemmd_histogram_t batch_requests;                      /* gemmd_batch_requests */
+  /* Gauges. */
+  uint64_t queue_depth, inflight, weights, weight_bytes, shm_clients, device_memory_used;
+  int up;
+  /* gemmd_build_info labels. */
+  char version[32];
+  char backend[16];
+  char device[128];
+} gemmd_metrics_t;
+
+void gemmd_metrics_init(gemmd_metrics_t *m, const char *version, const char *backend,
+                        const char *device);
+
+/* Records one answered request: its code, total latency; queue time only for requests
+ * that reached a batch (queue_ns = 0 and dispatched = 0 otherwise). */
+void gemmd_metrics_request(gemmd_metrics_t *m, gemmd_transport_t t, int code, uint64_t total_ns,
+                           int dispatched, uint64_t queue_ns);
+
+/* Records one finished batch. */
+void gemmd_metrics_batch(gemmd_metrics_t *m, uint32_t requests, uint64_t device_ns, double flops,
+                         uint64_t input_bytes, uint64_t output_bytes);
+
+/* The whole exposition as a malloc'd, NUL-terminated string (*len without the NUL).
+ * Returns 0 or GEMMD_ENOMEM. */
+int gemmd_metrics_render(const gemmd_metrics_t *m, char **out, size_t *len);
+
+#endif /* GEMMD_DAEMON_METRICS_H_ */

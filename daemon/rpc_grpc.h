@@ -1,0 +1,25 @@
+/* The gRPC transport: GemmService and grpc.health.v1.Health on gRPC C core.
+ *
+ * Completion-queue threads (--grpc-threads) receive calls, decode and validate the
+ * protobuf messages, normalize operands, and post the work to the loop thread; the loop
+ * answers through the functions in rpc_grpc.c, which start the send batches (gRPC allows
+ * that from any thread). Every RPC of SPEC §2 is served; unknown methods get
+ * UNIMPLEMENTED. */
+#ifndef GEMMD_DAEMON_RPC_GRPC_H_
+#define GEMMD_DAEMON_RPC_GRPC_H_
+
+#include <stddef.h>
+
+#include "daemon/server.h"
+
+/* Binds --grpc-listen, starts the threads. *port is the bound port.
+ * Returns 0, or GEMMD_EIO / GEMMD_EINVAL with err set. Loop thread. */
+int gemmd_rpc_start(gemmd_server_t *srv, gemmd_rpc_t **out, int *port, char *err, size_t errlen);
+
+/* Loop thread: stops accepting calls, cancels the ones left (idle streams, health
+ * watches), and once every call is gone and the threads have exited, frees the
+ * transport and runs done(srv, arg) on the loop. */
+void gemmd_rpc_shutdown(gemmd_rpc_t *rpc, void (*done)(gemmd_server_t *srv, void *arg),
+                        void *arg);
+
+#endif /* GEMMD_DAEMON_RPC_GRPC_H_ */

@@ -1,0 +1,755 @@
+/* The loop thread's side of gemmd: admission, dispatch, completion, weights, drain.
+ * See server.h for the threads and docs/ARCHITECTURE.md for one request's path. */
+#include "daemon/server.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon/log.h"
+#include "daemon/rpc_grpc.h"
+#include "daemon/stats.h"
+#include "daemon/version.h"
+#include "daemon/weight_store.h"
+#include "kernels/errors.h"
+
+enum {
+  CODE_OK = 0,
+  CODE_INVALID_ARGUMENT = 3,
+  CODE_DEADLINE_EXCEEDED = 4,
+  CODE_NOT_FOUND = 5,
+  CODE_RESOURCE_EXHAUSTED = 8,
+  CODE_INTERNAL = 13,
+  CODE_UNAVAILABLE = 14,
+};
+
+#define TICK_MS 100
+
+uint64_t gemmd_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void maybe_dispatch(gemmd_server_t *srv);
+static void maybe_stop(gemmd_server_t *srv);
+
+/* ---- Handoff from other threads ------------------------------------------------------ */
+
+void gemmd_server_post(gemmd_server_t *srv, void (*fn)(gemmd_server_t *, void *), void *arg) {
+  gemmd_post_t *p = malloc(sizeof *p);
+  if (p == NULL) {
+    /* No memory for the note: run nothing rather than corrupt state; say so loudly. */
+    gemmd_log(GEMMD_LOG_ERROR, "out of memory posting to the loop", "");
+    return;
+  }
+  p->next = NULL;
+  p->fn = fn;
+  p->arg = arg;
+  pthread_mutex_lock(&srv->inbox_mu);
+  if (srv->inbox_tail) {
+    srv->inbox_tail->next = p;
+  } else {
+    srv->inbox_head = p;
+  }
+  srv->inbox_tail = p;
+  pthread_mutex_unlock(&srv->inbox_mu);
+  uv_async_send(&srv->wakeup);
+}
+
+static void run_inbox(gemmd_server_t *srv) {
+  for (;;) {
+    pthread_mutex_lock(&srv->inbox_mu);
+    gemmd_post_t *p = srv->inbox_head;
+    srv->inbox_head = srv->inbox_tail = NULL;
+    pthread_mutex_unlock(&srv->inbox_mu);
+    if (p == NULL) return;
+    while (p != NULL) {
+      gemmd_post_t *next = p->next;
+      p->fn(srv, p->arg);
+      free(p);
+      p = next;
+    }
+  }
+}
+
+static void on_wakeup(uv_async_t *h) { run_inbox(h->data); }
+
+/* ---- Answering ------------------------------------------------------------------------ */
+
+static void conn_add(gemmd_server_t *srv, uint64_t conn, int delta) {
+  uintptr_t n = (uintptr_t)gemmd_map_get_u64(&srv->conns, conn);
+  gemmd_map_del_u64(&srv->conns, conn);
+  n = (uintptr_t)((intptr_t)n + delta);
+  if (n > 0) gemmd_map_put_u64(&srv->conns, conn, (void *)n);
+}
+
+static void weight_released(gemmd_server_t *srv, gemmd_weight_t *w);
+
+/* The one place a request is answered. */
+static void finish(gemmd_server_t *srv, gemmd_request_t *r, int dispatched) {
+  const uint64_t now = gemmd_now_ns();
+  r->done_ns = now;
+  const uint64_t queue_ns = dispatched ? r->dispatched_ns - r->accepted_ns : 0;
+  gemmd_metrics_request(&srv->metrics, r->transport, r->status, now - r->accepted_ns, dispatched,
+                        queue_ns);
+  if (r->admitted) {
+    srv->inflight--;
+    conn_add(srv, r->conn_id, -1);
+    r->admitted = 0;
+  }
+  gemmd_weight_t *w = r->weight;
+  r->weight = NULL;
+  r->respond(r); /* the transport's now; d valid only during this call */
+  if (w != NULL) {
+    if (w->id == 0) {
+      gemmd_weight_free(w); /* inline B */
+    } else if (gemmd_weights_release(w)) {
+      weight_released(srv, w);
+    }
+  }
+}
+
+static void fail(gemmd_server_t *srv, gemmd_request_t *r, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void fail(gemmd_server_t *srv, gemmd_request_t *r, int code, const char *fmt, ...) {
+  r->status = code;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->message, sizeof r->message, fmt, ap);
+  va_end(ap);
+  finish(srv, r, 0);
+}
+
+static void expire_list(gemmd_server_t *srv, gemmd_request_t *list) {
+  while (list != NULL) {
+    gemmd_request_t *next = list->next;
+    list->next = NULL;
+    fail(srv, list, CODE_DEADLINE_EXCEEDED,
+         "the deadline passed after %.3f ms in the queue, before a batch ran it; no compute "
+         "was spent",
+         (double)(gemmd_now_ns() - list->accepted_ns) * 1e-6);
+    list = next;
+  }
+}
+
+/* ---- Admission ------------------------------------------------------------------------ */
+
+typedef struct {
+  gemmd_transport_t transport;
+  int code;
+  uint64_t accepted_ns, done_ns;
+} refused_t;
+
+static void count_refused(gemmd_server_t *srv, void *arg) {
+  refused_t *r = arg;
+  gemmd_metrics_request(&srv->metrics, r->transport, r->code, r->done_ns - r->accepted_ns, 0, 0);
+  free(r);
+}
+
+void gemmd_server_count_refused(gemmd_server_t *srv, gemmd_transport_t transport, int code,
+                                uint64_t accepted_ns) {
+  refused_t *r = malloc(sizeof *r);
+  if (r == NULL) return;
+  *r = (refused_t){transport, code, accepted_ns, gemmd_now_ns()};
+  gemmd_server_post(srv, count_refused, r);
+}
+
+void gemmd_server_submit(gemmd_server_t *srv, gemmd_request_t *r) {
+  r->status = CODE_OK;
+  if (srv->draining || srv->stopped) {
+    gemmd_request_release(r);
+    fail(srv, r, CODE_UNAVAILABLE, "gemmd is shutting down and takes no new requests");
+    return;
+  }
+  if (r->inline_b != NULL) {
+    r->weight = r->inline_b;
+    r->inline_b = NULL;
+  } else {
+    gemmd_weight_t *w = r->weight_id != 0 ? gemmd_weights_find_id(&srv->weights, r->weight_id)
+                                          : gemmd_weights_find_name(&srv->weights, r->weight_name);
+    if (w == NULL) {
+      if (r->weight_id != 0) {
+        fail(srv, r, CODE_NOT_FOUND, "no weight with weight_id %" PRIu64 " is registered",
+             r->weight_id);
+      } else {
+        fail(srv, r, CODE_NOT_FOUND, "no weight named '%s' is registered", r->weight_name);
+      }
+      return;
+    }
+    if (w->k != r->k) {
+      fail(srv, r, CODE_INVALID_ARGUMENT,
+           "a.cols = %u but weight '%s' has k = %u; A is M x K and B is N x K", r->k, w->name,
+           w->k);
+      return;
+    }
+    gemmd_weights_acquire(w);
+    r->weight = w;
+  }
+  r->n = r->weight->n;
+  if (srv->batcher.depth >= (uint32_t)srv->cfg->queue_depth) {
+    fail(srv, r, CODE_RESOURCE_EXHAUSTED,
+         "the queue is full (%" PRId64 " requests waiting, --queue-depth); retry later",
+         srv->cfg->queue_depth);
+    return;
+  }
+  const uintptr_t conn_n = (uintptr_t)gemmd_map_get_u64(&srv->conns, r->conn_id);
+  if (conn_n >= (uintptr_t)srv->cfg->max_inflight_per_client) {
+    fail(srv, r, CODE_RESOURCE_EXHAUSTED,
+         "this connection already has %" PRId64
+         " requests in flight (--max-inflight-per-client); wait for answers first",
+         srv->cfg->max_inflight_per_client);
+    return;
+  }
+  if (r->deadline_ns != 0 && r->deadline_ns <= gemmd_now_ns()) {
+    fail(srv, r, CODE_DEADLINE_EXCEEDED, "the deadline passed before the request was queued");
+    return;
+  }
+  r->admitted = 1;
+  srv->inflight++;
+  conn_add(srv, r->conn_id, +1);
+  gemmd_batcher_push(&srv->batcher, r);
+  maybe_dispatch(srv);
+}
+
+/* ---- Dispatch and completion ---------------------------------------------------------- */
+
+static void on_batch_delay(uv_timer_t *t) {
+  gemmd_server_t *srv = t->data;
+  srv->delay_armed = 0;
+  maybe_dispatch(srv);
+}
+
+/* While the engine has a free slot, turn the queue's head into a batch. With
+ * --max-batch-delay-us, a partial batch waits until its oldest request is that old. */
+static void maybe_dispatch(gemmd_server_t *srv) {
+  while (srv->engine_busy < srv->engine->slots && srv->batcher.depth > 0) {
+    const uint64_t now = gemmd_now_ns();
+    const uint64_t delay_ns = (uint64_t)srv->cfg->max_batch_delay_us * 1000u;
+    if (delay_ns > 0 && !srv->draining &&
+        srv->batcher.depth < (uint32_t)srv->cfg->max_batch_requests) {
+      const uint64_t ready_at = gemmd_batcher_oldest_ns(&srv->batcher) + delay_ns;
+      if (now < ready_at) {
+        if (!srv->delay_armed) {
+          srv->delay_armed = 1;
+          uv_timer_start(&srv->batch_delay, on_batch_delay, (ready_at - now + 999999) / 1000000,
+                         0);
+        }
+        return;
+      }
+    }
+    gemmd_request_t *expired;
+    gemmd_batch_t *b = gemmd_batcher_form(&srv->batcher, now, &expired);
+    expire_list(srv, expired);
+    if (b == NULL) {
+      if (srv->batcher.depth > 0) {
+        gemmd_log(GEMMD_LOG_ERROR, "out of memory forming a batch", "queued=%u",
+                  srv->batcher.depth);
+      }
+      return;
+    }
+    for (uint32_t i = 0; i < b->n_requests; i++) b->requests[i]->dispatched_ns = now;
+    const int rc = srv->engine->ops->submit(srv->engine, b);
+    if (rc != GEMMD_OK) {
+      for (uint32_t i = 0; i < b->n_requests; i++) {
+        fail(srv, b->requests[i], CODE_UNAVAILABLE, "the engine refused the batch: %s",
+             gemmd_strerror(rc));
+      }
+      gemmd_batch_free(b);
+      continue;
+    }
+    srv->engine_busy++;
+  }
+}
+
+static void on_batch_done(gemmd_server_t *srv, void *arg) {
+  gemmd_batch_t *b = arg;
+  srv->engine_busy--;
+  b->done_ns = gemmd_now_ns();
+  gemmd_metrics_batch(&srv->metrics, b->n_requests, b->compute_ns,
+                      b->status == CODE_OK ? b->flops : 0.0, b->input_bytes,
+                      b->status == CODE_OK ? b->output_bytes : 0);
+  srv->metrics.graph_replays += b->graph_replays;
+  srv->metrics.graph_captures += b->graph_captures;
+  if (b->status != CODE_OK) {
+    gemmd_log(GEMMD_LOG_WARN, "batch failed", "batch=%" PRIu64 " code=%s reason=\"%s\"", b->id,
+              gemmd_code_name(b->status), b->message);
+  }
+  for (uint32_t i = 0; i < b->n_requests; i++) {
+    gemmd_request_t *r = b->requests[i];
+    r->batch_id = b->id;
+    r->batch_requests = b->n_requests;
+    r->batch_groups = b->n_groups;
+    r->compute_ns = b->compute_ns;
+    r->status = b->status;
+    if (b->status != CODE_OK) {
+      snprintf(r->message, sizeof r->message, "%s", b->message);
+      r->d = NULL;
+    }
+    finish(srv, r, 1);
+  }
+  srv->engine->ops->batch_release(srv->engine, b);
+  gemmd_batch_free(b);
+  maybe_dispatch(srv);
+  maybe_stop(srv);
+}
+
+/* Engine thread. */
+static void engine_done(void *ctx, gemmd_batch_t *b) { gemmd_server_post(ctx, on_batch_done, b); }
+
+/* ---- Health --------------------------------------------------------------------------- */
+
+int gemmd_server_serving(const gemmd_server_t *srv) {
+  return srv->ready && !srv->draining && !srv->stopped;
+}
+
+void gemmd_server_watch(gemmd_server_t *srv, gemmd_watcher_t *w) {
+  w->next = srv->watchers;
+  srv->watchers = w;
+}
+
+void gemmd_server_unwatch(gemmd_server_t *srv, gemmd_watcher_t *w) {
+  for (gemmd_watcher_t **p = &srv->watchers; *p != NULL; p = &(*p)->next) {
+    if (*p == w) {
+      *p = w->next;
+      return;
+    }
+  }
+}
+
+static void notify_watchers(gemmd_server_t *srv) {
+  const int serving = gemmd_server_serving(srv);
+  for (gemmd_watcher_t *w = srv->watchers; w != NULL;) {
+    gemmd_watcher_t *next = w->next; /* changed() may unwatch */
+    w->changed(w, serving);
+    w = next;
+  }
+}
+
+/* ---- Weights -------------------------------------------------------------------------- */
+
+typedef struct weight_waiter_s {
+  struct weight_waiter_s *next;
+  gemmd_weight_done_fn done;
+  void *ctx;
+} weight_waiter_t;
+
+typedef struct {
+  uv_work_t work;
+  gemmd_server_t *srv;
+  gemmd_weight_t *w;
+  int remove; /* 0: save the file; 1: delete it */
+  int rc;
+  char err[512];
+  gemmd_weight_done_fn done; /* registration's caller */
+  void *ctx;
+} weight_io_t;
+
+static void weight_io_work(uv_work_t *req) {
+  weight_io_t *io = req->data;
+  const char *dir = io->srv->cfg->weight_dir;
+  io->rc = io->remove ? gemmd_weight_store_delete(dir, io->w->id, io->err, sizeof io->err)
+                      : gemmd_weight_store_save(dir, io->w, io->err, sizeof io->err);
+}
+
+static void register_finished(gemmd_server_t *srv, gemmd_weight_t *w, gemmd_weight_done_fn done,
+                              void *ctx) {
+  gemmd_weights_activate(&srv->weights, w);
+  gemmd_log(GEMMD_LOG_INFO, "weight registered",
+            "id=%" PRIu64 " name=\"%s\" n=%u k=%u dtype=%s layout=%s bytes=%" PRIu64, w->id,
+            w->name, w->n, w->k, gemmd_dtype_name(w->dtype),
+            gemmd_scale_layout_name(w->scale_layout), w->bytes);
+  done(ctx, CODE_OK, "", w);
+}
+
+/* The last user of a removed weight is gone: delete its file, drop the engine's copy,
+ * free it, answer the unregister calls that waited. */
+static void weight_gone(gemmd_server_t *srv, gemmd_weight_t *w, int file_rc, const char *err) {
+  srv->engine->ops->weight_unload(srv->engine, w);
+  weight_waiter_t *waiters = (weight_waiter_t *)w->waiters;
+  w->waiters = NULL;
+  gemmd_log(GEMMD_LOG_INFO, "weight unregistered", "id=%" PRIu64 " name=\"%s\"", w->id, w->name);
+  gemmd_weights_forget(&srv->weights, w);
+  while (waiters != NULL) {
+    weight_waiter_t *next = waiters->next;
+    if (file_rc != GEMMD_OK) {
+      waiters->done(waiters->ctx, CODE_INTERNAL, err, NULL);
+    } else {
+      waiters->done(waiters->ctx, CODE_OK, "", NULL);
+    }
+    free(waiters);
+    waiters = next;
+  }
+}
+
+static void weight_io_after(uv_work_t *req, int status) {
+  weight_io_t *io = req->data;
+  gemmd_server_t *srv = io->srv;
+  srv->weight_ops--;
+  if (status != 0 && io->rc == GEMMD_OK) {
+    io->rc = GEMMD_EIO;
+    snprintf(io->err, sizeof io->err, "weight file operation cancelled");
+  }
+  if (io->remove) {
+    if (io->rc != GEMMD_OK) gemmd_log(GEMMD_LOG_ERROR, "weight file", "reason=\"%s\"", io->err);
+    weight_gone(srv, io->w, io->rc, io->err);
+  } else if (io->rc != GEMMD_OK) {
+    gemmd_log(GEMMD_LOG_ERROR, "weight not persisted", "name=\"%s\" reason=\"%s\"", io->w->name,
+              io->err);
+    srv->engine->ops->weight_unload(srv->engine, io->w);
+    io->done(io->ctx, CODE_INTERNAL, io->err, NULL);
+    gemmd_weights_unreserve(&srv->weights, io->w);
+  } else {
+    register_finished(srv, io->w, io->done, io->ctx);
+  }
+  free(io);
+  maybe_stop(srv);
+}
+
+static void start_weight_io(gemmd_server_t *srv, gemmd_weight_t *w, int remove,
+                            gemmd_weight_done_fn done, void *ctx) {
+  weight_io_t *io = calloc(1, sizeof *io);
+  if (io != NULL) {
+    io->srv = srv;
+    io->w = w;
+    io->remove = remove;
+    io->done = done;
+    io->ctx = ctx;
+    io->work.data = io;
+    if (uv_queue_work(&srv->loop, &io->work, weight_io_work, weight_io_after) == 0) {
+      srv->weight_ops++;
+      return;
+    }
+    free(io);
+  }
+  /* Could not queue the file work: finish without it, and say so. */
+  const char *why = "could not start the weight file operation";
+  if (remove) {
+    weight_gone(srv, w, GEMMD_EIO, why);
+  } else {
+    srv->engine->ops->weight_unload(srv->engine, w);
+    done(ctx, CODE_INTERNAL, why, NULL);
+    gemmd_weights_unreserve(&srv->weights, w);
+  }
+}
+
+static void weight_released(gemmd_server_t *srv, gemmd_weight_t *w) {
+  if (srv->cfg->weight_dir[0] != '\0') {
+    start_weight_io(srv, w, 1, NULL, NULL);
+  } else {
+    weight_gone(srv, w, GEMMD_OK, "");
+  }
+}
+
+void gemmd_server_register_weight(gemmd_server_t *srv, gemmd_weight_t *w,
+                                  gemmd_weight_done_fn done, void *ctx) {
+  char msg[512];
+  if (srv->draining || srv->stopped) {
+    done(ctx, CODE_UNAVAILABLE, "gemmd is shutting down and takes no new weights", NULL);
+    gemmd_weight_free(w);
+    return;
+  }
+  const int code = gemmd_weights_reserve(&srv->weights, w, msg, sizeof msg);
+  if (code != 0) {
+    done(ctx, code, msg, NULL);
+    gemmd_weight_free(w);
+    return;
+  }
+  const int rc = srv->engine->ops->weight_load(srv->engine, w);
+  if (rc != GEMMD_OK) {
+    snprintf(msg, sizeof msg, "the engine could not load weight '%s': %s", w->name,
+             gemmd_strerror(rc));
+    done(ctx, rc == GEMMD_ENOMEM ? CODE_RESOURCE_EXHAUSTED : CODE_INTERNAL, msg, NULL);
+    gemmd_weights_unreserve(&srv->weights, w);
+    return;
+  }
+  if (srv->cfg->weight_dir[0] != '\0') {
+    start_weight_io(srv, w, 0, done, ctx);
+  } else {
+    register_finished(srv, w, done, ctx);
+  }
+}
+
+void gemmd_server_unregister_weight(gemmd_server_t *srv, uint64_t id, const char *name,
+                                    gemmd_weight_done_fn done, void *ctx) {
+  gemmd_weight_t *w = id != 0 ? gemmd_weights_find_id(&srv->weights, id)
+                              : gemmd_weights_find_name(&srv->weights, name ? name : "");
+  if (w == NULL) {
+    char msg[512];
+    if (id != 0) {
+      snprintf(msg, sizeof msg, "no weight with weight_id %" PRIu64 " is registered", id);
+    } else {
+      snprintf(msg, sizeof msg, "no weight named '%s' is registered", name ? name : "");
+    }
+    done(ctx, CODE_NOT_FOUND, msg, NULL);
+    return;
+  }
+  weight_waiter_t *waiter = calloc(1, sizeof *waiter);
+  if (waiter == NULL) {
+    done(ctx, CODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+    return;
+  }
+  waiter->done = done;
+  waiter->ctx = ctx;
+  waiter->next = (weight_waiter_t *)w->waiters;
+  w->waiters = (struct gemmd_weight_waiter_s *)waiter;
+  if (gemmd_weights_remove(&srv->weights, w)) weight_released(srv, w);
+}
+
+/* ---- Periodic jobs, signals, drain ---------------------------------------------------- */
+
+/* Every TICK_MS: (1) answer queued requests whose deadline passed, so they do not hold
+ * queue slots while the engine is busy; (2) finish a drain that is complete. */
+static void on_tick(uv_timer_t *t) {
+  gemmd_server_t *srv = t->data;
+  expire_list(srv, gemmd_batcher_expire(&srv->batcher, gemmd_now_ns()));
+  maybe_stop(srv);
+}
+
+static void rpc_stopped(gemmd_server_t *srv, void *arg);
+
+static void close_handle(uv_handle_t *h) {
+  if (!uv_is_closing(h)) uv_close(h, NULL);
+}
+
+/* Drained: nothing queued, on the engine, or writing weight files. */
+static void maybe_stop(gemmd_server_t *srv) {
+  if (!srv->draining || srv->stopped) return;
+  if (srv->batcher.depth > 0 || srv->engine_busy > 0 || srv->inflight > 0 || srv->weight_ops > 0)
+    return;
+  srv->stopped = 1;
+  gemmd_log(GEMMD_LOG_INFO, "drained", "uptime_s=%.1f",
+            (double)(gemmd_now_ns() - srv->start_ns) * 1e-9);
+  if (srv->http != NULL) {
+    gemmd_http_stop(srv->http);
+    srv->http = NULL;
+  }
+  if (srv->rpc != NULL) {
+    gemmd_rpc_shutdown(srv->rpc, rpc_stopped, NULL);
+  } else {
+    rpc_stopped(srv, NULL);
+  }
+}
+
+static void rpc_stopped(gemmd_server_t *srv, void *arg) {
+  (void)arg;
+  srv->rpc = NULL;
+  close_handle((uv_handle_t *)&srv->tick);
+  close_handle((uv_handle_t *)&srv->batch_delay);
+  close_handle((uv_handle_t *)&srv->sigterm);
+  close_handle((uv_handle_t *)&srv->sigint);
+  close_handle((uv_handle_t *)&srv->wakeup);
+}
+
+static void on_signal(uv_signal_t *h, int signum) {
+  gemmd_server_t *srv = h->data;
+  if (srv->draining) {
+    gemmd_log(GEMMD_LOG_INFO, "already draining", "signal=%d inflight=%" PRIu64, signum,
+              srv->inflight);
+    return;
+  }
+  gemmd_log(GEMMD_LOG_INFO, "draining", "signal=%s queued=%u inflight=%" PRIu64,
+            signum == SIGTERM ? "SIGTERM" : "SIGINT", srv->batcher.depth, srv->inflight);
+  srv->draining = 1;
+  notify_watchers(srv);
+  maybe_stop(srv);
+}
+
+/* ---- HTTP endpoints ------------------------------------------------------------------- */
+
+static void set_text(gemmd_http_response_t *resp, int status, const char *text) {
+  resp->status = status;
+  resp->content_type = "text/plain; charset=utf-8";
+  resp->body = strdup(text);
+  resp->body_len = resp->body ? strlen(resp->body) : 0;
+}
+
+static void on_http(void *ctx, const char *path, gemmd_http_response_t *resp) {
+  gemmd_server_t *srv = ctx;
+  if (strcmp(path, "/metrics") == 0) {
+    gemmd_stats_refresh_gauges(srv);
+    char *text;
+    size_t len;
+    if (gemmd_metrics_render(&srv->metrics, &text, &len) != GEMMD_OK) {
+      set_text(resp, 500, "out of memory\n");
+      return;
+    }
+    resp->status = 200;
+    resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+    resp->body = text;
+    resp->body_len = len;
+  } else if (strcmp(path, "/healthz") == 0) {
+    set_text(resp, 200, "ok\n");
+  } else if (strcmp(path, "/readyz") == 0) {
+    if (gemmd_server_serving(srv)) {
+      set_text(resp, 200, "ready\n");
+    } else {
+      set_text(resp, 503, srv->draining ? "draining\n" : "not ready\n");
+    }
+  } else if (strcmp(path, "/stats") == 0) {
+    char *json = gemmd_stats_json(srv);
+    if (json == NULL) {
+      set_text(resp, 500, "out of memory\n");
+      return;
+    }
+    resp->status = 200;
+    resp->content_type = "application/json";
+    resp->body = json;
+    resp->body_len = strlen(json);
+  }
+}
+
+/* ---- Start-up ------------------------------------------------------------------------- */
+
+typedef struct {
+  gemmd_server_t *srv;
+  int loaded, bad;
+} restore_ctx_t;
+
+static void restore_one(void *ctx, gemmd_weight_t *w) {
+  restore_ctx_t *rc = ctx;
+  char msg[512];
+  const int code = gemmd_weights_reserve(&rc->srv->weights, w, msg, sizeof msg);
+  if (code != 0 || rc->srv->engine->ops->weight_load(rc->srv->engine, w) != GEMMD_OK) {
+    gemmd_log(GEMMD_LOG_ERROR, "weight not restored", "id=%" PRIu64 " name=\"%s\" reason=\"%s\"",
+              w->id, w->name, code ? msg : "engine could not load it");
+    if (code == 0) {
+      gemmd_weights_unreserve(&rc->srv->weights, w);
+    } else {
+      gemmd_weight_free(w);
+    }
+    rc->bad++;
+    return;
+  }
+  gemmd_weights_activate(&rc->srv->weights, w);
+  rc->loaded++;
+}
+
+static void restore_bad(void *ctx, const char *path, const char *reason) {
+  restore_ctx_t *rc = ctx;
+  gemmd_log(GEMMD_LOG_ERROR, "weight file skipped", "path=\"%s\" reason=\"%s\"", path, reason);
+  rc->bad++;
+}
+
+static int restore_weights(gemmd_server_t *srv) {
+  char err[512];
+  if (gemmd_weight_store_open(srv->cfg->weight_dir, err, sizeof err) != GEMMD_OK) {
+    gemmd_log(GEMMD_LOG_ERROR, "weight directory unusable", "reason=\"%s\"", err);
+    return GEMMD_EIO;
+  }
+  restore_ctx_t ctx = {srv, 0, 0};
+  const uint64_t t0 = gemmd_now_ns();
+  if (gemmd_weight_store_load_all(srv->cfg->weight_dir, restore_one, restore_bad, &ctx) < 0) {
+    gemmd_log(GEMMD_LOG_ERROR, "weight directory unreadable", "dir=\"%s\"", srv->cfg->weight_dir);
+    return GEMMD_EIO;
+  }
+  gemmd_log(GEMMD_LOG_INFO, "weights restored",
+            "dir=\"%s\" loaded=%d skipped=%d bytes=%" PRIu64 " ms=%.1f", srv->cfg->weight_dir,
+            ctx.loaded, ctx.bad, srv->weights.bytes, (double)(gemmd_now_ns() - t0) * 1e-6);
+  return GEMMD_OK;
+}
+
+static int create_engine(gemmd_server_t *srv) {
+  const char *backend = srv->cfg->backend;
+  if (strcmp(backend, "cuda") == 0) {
+    gemmd_log(GEMMD_LOG_ERROR, "backend unavailable",
+              "backend=cuda reason=\"this gemmd was built without the CUDA engine\"");
+    return GEMMD_ENOTSUP;
+  }
+  if (strcmp(backend, "auto") == 0) {
+    gemmd_log(GEMMD_LOG_INFO, "backend chosen",
+              "backend=cpu reason=\"this gemmd was built without the CUDA engine\"");
+  }
+  return gemmd_engine_cpu_create((int)srv->cfg->cpu_threads, engine_done, srv, &srv->engine);
+}
+
+int gemmd_server_run(const gemmd_config_t *cfg) {
+  gemmd_server_t *srv = calloc(1, sizeof *srv);
+  if (srv == NULL) return 1;
+  srv->cfg = cfg;
+  srv->start_ns = gemmd_now_ns();
+  srv->limits = (gemmd_limits_t){(uint32_t)cfg->max_m, (uint32_t)cfg->max_n, (uint32_t)cfg->max_k};
+  srv->exit_code = 0;
+  pthread_mutex_init(&srv->inbox_mu, NULL);
+  gemmd_map_init(&srv->conns, 0);
+  gemmd_batcher_init(&srv->batcher,
+                     (gemmd_batcher_limits_t){(uint32_t)cfg->max_batch_requests,
+                                              (uint64_t)cfg->max_batch_rows,
+                                              (uint32_t)cfg->max_batch_groups});
+  gemmd_weights_init(&srv->weights, cfg->weight_memory_bytes);
+  uv_loop_init(&srv->loop);
+  uv_async_init(&srv->loop, &srv->wakeup, on_wakeup);
+  srv->wakeup.data = srv;
+  uv_timer_init(&srv->loop, &srv->tick);
+  srv->tick.data = srv;
+  uv_timer_init(&srv->loop, &srv->batch_delay);
+  srv->batch_delay.data = srv;
+  uv_signal_init(&srv->loop, &srv->sigterm);
+  srv->sigterm.data = srv;
+  uv_signal_init(&srv->loop, &srv->sigint);
+  srv->sigint.data = srv;
+
+  int rc = create_engine(srv);
+  if (rc != GEMMD_OK) {
+    gemmd_log(GEMMD_LOG_ERROR, "engine failed to start", "reason=\"%s\"", gemmd_strerror(rc));
+    srv->exit_code = 1;
+    goto fail;
+  }
+  gemmd_metrics_init(&srv->metrics, GEMMD_VERSION, srv->engine->backend, srv->engine->device);
+  gemmd_log(GEMMD_LOG_INFO, "engine ready", "backend=%s device=\"%s\" kernel=\"%s\"",
+            srv->engine->backend, srv->engine->device, srv->engine->kernel);
+  if (cfg->weight_dir[0] != '\0' && restore_weights(srv) != GEMMD_OK) {
+    srv->exit_code = 1;
+    goto fail;
+  }
+
+  char err[512];
+  if (gemmd_http_start(&srv->loop, cfg->metrics_listen, on_http, srv, &srv->http,
+                       &srv->http_port, err, sizeof err) != GEMMD_OK) {
+    gemmd_log(GEMMD_LOG_ERROR, "metrics listener failed", "address=\"%s\" reason=\"%s\"",
+              cfg->metrics_listen, err);
+    srv->exit_code = 1;
+    goto fail;
+  }
+  if (gemmd_rpc_start(srv, &srv->rpc, &srv->grpc_port, err, sizeof err) != GEMMD_OK) {
+    gemmd_log(GEMMD_LOG_ERROR, "gRPC listener failed", "address=\"%s\" reason=\"%s\"",
+              cfg->grpc_listen, err);
+    srv->exit_code = 1;
+    goto fail;
+  }
+  uv_signal_start(&srv->sigterm, on_signal, SIGTERM);
+  uv_signal_start(&srv->sigint, on_signal, SIGINT);
+  uv_timer_start(&srv->tick, on_tick, TICK_MS, TICK_MS);
+  srv->ready = 1;
+  gemmd_log(GEMMD_LOG_INFO, "listening", "grpc_port=%d metrics_port=%d grpc=\"%s\" metrics=\"%s\"",
+            srv->grpc_port, srv->http_port, cfg->grpc_listen, cfg->metrics_listen);
+
+  uv_run(&srv->loop, UV_RUN_DEFAULT);
+  goto done;
+
+fail:
+  if (srv->http != NULL) gemmd_http_stop(srv->http);
+  srv->http = NULL;
+  close_handle((uv_handle_t *)&srv->tick);
+  close_handle((uv_handle_t *)&srv->batch_delay);
+  close_handle((uv_handle_t *)&srv->sigterm);
+  close_handle((uv_handle_t *)&srv->sigint);
+  close_handle((uv_handle_t *)&srv->wakeup);
+  uv_run(&srv->loop, UV_RUN_DEFAULT);
+done:
+  run_inbox(srv);
+  if (srv->engine != NULL) srv->engine->ops->close(srv->engine);
+  gemmd_weights_close(&srv->weights);
+  gemmd_map_free(&srv->conns);
+  if (uv_loop_close(&srv->loop) != 0) {
+    gemmd_log(GEMMD_LOG_WARN, "loop closed with handles open", "");
+  }
+  pthread_mutex_destroy(&srv->inbox_mu);
+  const int code = srv->exit_code;
+  gemmd_log(GEMMD_LOG_INFO, "exit", "code=%d", code);
+  free(srv);
+  return code;
+}

@@ -1,0 +1,116 @@
+/* gemmd's state, owned by the libuv loop thread, and the calls transports make into it.
+ *
+ * Threads:
+ *   loop       this struct: admission, the batcher, weights, metrics, HTTP, signals.
+ *   gRPC CQ    decode and validate messages, then gemmd_server_post() work to the loop.
+ *   engine     runs batches, then posts them back (gemmd_server_batch_done).
+ *   uv pool    weight files (--weight-dir), so disk I/O never blocks the loop.
+ * Everything below that takes a gemmd_server_t* runs on the loop thread, except
+ * gemmd_server_post, which any thread may call.
+ */
+#ifndef GEMMD_DAEMON_SERVER_H_
+#define GEMMD_DAEMON_SERVER_H_
+
+#include <pthread.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "daemon/batcher.h"
+#include "daemon/config.h"
+#include "daemon/engine.h"
+#include "daemon/hashmap.h"
+#include "daemon/http.h"
+#include "daemon/metrics.h"
+#include "daemon/request.h"
+#include "daemon/validate.h"
+#include "daemon/weights.h"
+
+typedef struct gemmd_server_s gemmd_server_t;
+typedef struct gemmd_rpc_s gemmd_rpc_t;
+
+/* Work handed to the loop thread. */
+typedef struct gemmd_post_s {
+  struct gemmd_post_s *next;
+  void (*fn)(gemmd_server_t *srv, void *arg);
+  void *arg;
+} gemmd_post_t;
+
+/* Someone (a health Watch stream) told when serving status changes. */
+typedef struct gemmd_watcher_s {
+  struct gemmd_watcher_s *next;
+  void (*changed)(struct gemmd_watcher_s *w, int serving);
+} gemmd_watcher_t;
+
+struct gemmd_server_s {
+  const gemmd_config_t *cfg;
+  gemmd_limits_t limits;
+  uv_loop_t loop;
+
+  /* Handoff from other threads: a locked list and one async wakeup. */
+  uv_async_t wakeup;
+  pthread_mutex_t inbox_mu;
+  gemmd_post_t *inbox_head, *inbox_tail;
+
+  uv_signal_t sigterm, sigint;
+  uv_timer_t tick;        /* periodic jobs, see on_tick in server.c */
+  uv_timer_t batch_delay; /* --max-batch-delay-us */
+  int delay_armed;
+
+  gemmd_batcher_t batcher;
+  gemmd_engine_t *engine;
+  unsigned engine_busy; /* batches on the engine */
+
+  gemmd_weights_t weights;
+  unsigned weight_ops; /* registrations and removals still writing files */
+
+  gemmd_metrics_t metrics;
+  gemmd_http_t *http;
+  int http_port;
+  gemmd_rpc_t *rpc;
+  int grpc_port;
+
+  gemmd_map_t conns; /* conn_id -> admitted, unanswered requests (as uintptr_t) */
+  uint64_t inflight; /* admitted, unanswered requests */
+  gemmd_watcher_t *watchers;
+
+  uint64_t start_ns;
+  int ready;    /* engine up, listening */
+  int draining; /* SIGTERM/SIGINT seen: no new work */
+  int stopped;
+  int exit_code;
+};
+
+uint64_t gemmd_now_ns(void); /* CLOCK_MONOTONIC */
+
+/* Any thread: run fn(srv, arg) on the loop thread soon. Never blocks on the loop. */
+void gemmd_server_post(gemmd_server_t *srv, void (*fn)(gemmd_server_t *srv, void *arg),
+                       void *arg);
+
+/* Admission of a decoded request (see request.h); it is answered exactly once through
+ * req->respond, maybe before this returns. */
+void gemmd_server_submit(gemmd_server_t *srv, gemmd_request_t *req);
+
+/* Any thread: counts a GEMM request that a transport refused before it reached the
+ * loop (bad message, failed validation), so gemmd_requests_total sees every answer. */
+void gemmd_server_count_refused(gemmd_server_t *srv, gemmd_transport_t transport, int code,
+                                uint64_t accepted_ns);
+
+/* Whether health says SERVING: ready and not draining. */
+int gemmd_server_serving(const gemmd_server_t *srv);
+void gemmd_server_watch(gemmd_server_t *srv, gemmd_watcher_t *w);
+void gemmd_server_unwatch(gemmd_server_t *srv, gemmd_watcher_t *w);
+
+/* Weight operations; `done` runs on the loop thread with a gRPC code and message. */
+typedef void (*gemmd_weight_done_fn)(void *ctx, int code, const char *message,
+                                     const gemmd_weight_t *w);
+/* Takes ownership of w (name set, refs 1). */
+void gemmd_server_register_weight(gemmd_server_t *srv, gemmd_weight_t *w,
+                                  gemmd_weight_done_fn done, void *ctx);
+/* By id when id != 0, else by name; `done` runs once in-flight users are finished. */
+void gemmd_server_unregister_weight(gemmd_server_t *srv, uint64_t id, const char *name,
+                                    gemmd_weight_done_fn done, void *ctx);
+
+/* Runs gemmd until it is drained and stopped; returns the exit code. */
+int gemmd_server_run(const gemmd_config_t *cfg);
+
+#endif /* GEMMD_DAEMON_SERVER_H_ */

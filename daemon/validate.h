@@ -1,0 +1,30 @@
+/* Checks of what a caller sent, with messages a caller can act on (SPEC §2):
+ *   "a.scales has 3 values; SCALE_LAYOUT_ROW needs a.rows = 8".
+ * Transports call these on their own threads before anything is queued. Each returns 0
+ * or the gRPC status code to answer with, and writes the message. */
+#ifndef GEMMD_DAEMON_VALIDATE_H_
+#define GEMMD_DAEMON_VALIDATE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/operand.h"
+
+typedef struct gemmd_limits_s {
+  uint32_t max_m, max_n, max_k;
+} gemmd_limits_t;
+
+/* One matrix as received. `what` names it in messages ("a", "b", "weight"); role says
+ * which layouts it may use and which limits apply (A: max_m × max_k; B: max_n × max_k). */
+int gemmd_validate_matrix(const char *what, gemmd_operand_role_t role, uint32_t rows,
+                          uint32_t cols, int dtype, int layout, size_t data_bytes,
+                          size_t n_scales, const gemmd_limits_t *lim, char *msg, size_t n);
+
+/* The output dtype: UNSPECIFIED becomes BF16 in *out. */
+int gemmd_validate_out_dtype(int dtype, gemmd_dtype_t *out, char *msg, size_t n);
+
+/* A (m×k) against B (n×k) named `b_what` ("b", "weight 'w1'"). */
+int gemmd_validate_shapes(uint32_t a_cols, uint32_t b_cols, const char *b_what, char *msg,
+                          size_t n);
+
+#endif /* GEMMD_DAEMON_VALIDATE_H_ */

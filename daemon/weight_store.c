@@ -1,0 +1,231 @@
+#include "daemon/weight_store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kernels/errors.h"
+
+static const char kMagic[8] = {'G', 'E', 'M', 'M', 'D', 'W', '0', '1'};
+
+typedef struct {
+  uint64_t id;
+  uint32_t n, k, dtype, layout, name_len, reserved;
+  uint64_t n_scales, data_bytes;
+} file_header_t;
+
+uint32_t gemmd_crc32(uint32_t crc, const void *data, size_t n) {
+  const uint8_t *p = data;
+  crc = ~crc;
+  for (size_t i = 0; i < n; i++) {
+    crc ^= p[i];
+    for (int b = 0; b < 8; b++) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  return ~crc;
+}
+
+int gemmd_weight_store_open(const char *dir, char *err, size_t errlen) {
+  if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+    snprintf(err, errlen, "cannot create weight directory %s: %s", dir, strerror(errno));
+    return GEMMD_EIO;
+  }
+  if (access(dir, R_OK | W_OK | X_OK) != 0) {
+    snprintf(err, errlen, "weight directory %s is not writable: %s", dir, strerror(errno));
+    return GEMMD_EIO;
+  }
+  return GEMMD_OK;
+}
+
+static int write_all(int fd, const void *p, size_t n, uint32_t *crc) {
+  const char *c = p;
+  *crc = gemmd_crc32(*crc, p, n);
+  while (n > 0) {
+    const ssize_t w = write(fd, c, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    c += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+int gemmd_weight_store_save(const char *dir, const gemmd_weight_t *w, char *err, size_t errlen) {
+  char tmp[4200], path[4200];
+  snprintf(tmp, sizeof tmp, "%s/.%llu.tmp", dir, (unsigned long long)w->id);
+  snprintf(path, sizeof path, "%s/%llu.gemmdw", dir, (unsigned long long)w->id);
+  const int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
+    return GEMMD_EIO;
+  }
+  file_header_t h = {0};
+  h.id = w->id;
+  h.n = w->n;
+  h.k = w->k;
+  h.dtype = (uint32_t)w->dtype;
+  h.layout = (uint32_t)w->scale_layout;
+  h.name_len = (uint32_t)strlen(w->name);
+  h.n_scales = gemmd_scale_count(w->scale_layout, w->n, w->k);
+  h.data_bytes = (uint64_t)w->n * w->k;
+  uint32_t crc = 0;
+  int rc = write_all(fd, kMagic, sizeof kMagic, &crc);
+  rc = rc ? rc : write_all(fd, &h, sizeof h, &crc);
+  rc = rc ? rc : write_all(fd, w->name, h.name_len, &crc);
+  rc = rc ? rc : write_all(fd, w->scales, sizeof(float) * h.n_scales, &crc);
+  rc = rc ? rc : write_all(fd, w->data, h.data_bytes, &crc);
+  uint32_t ignored = 0;
+  const uint32_t crc_le = crc;
+  rc = rc ? rc : write_all(fd, &crc_le, sizeof crc_le, &ignored);
+  rc = rc ? rc : fsync(fd);
+  const int saved_errno = errno;
+  close(fd);
+  if (rc != 0 || rename(tmp, path) != 0) {
+    snprintf(err, errlen, "cannot write %s: %s", path, strerror(rc ? saved_errno : errno));
+    unlink(tmp);
+    return GEMMD_EIO;
+  }
+  /* Make the rename itself durable. */
+  const int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    fsync(dfd);
+    close(dfd);
+  }
+  return GEMMD_OK;
+}
+
+int gemmd_weight_store_delete(const char *dir, uint64_t id, char *err, size_t errlen) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/%llu.gemmdw", dir, (unsigned long long)id);
+  if (unlink(path) != 0 && errno != ENOENT) {
+    snprintf(err, errlen, "cannot delete %s: %s", path, strerror(errno));
+    return GEMMD_EIO;
+  }
+  return GEMMD_OK;
+}
+
+static int read_all(FILE *f, void *p, size_t n, uint32_t *crc) {
+  if (n > 0 && fread(p, 1, n, f) != n) return -1;
+  *crc = gemmd_crc32(*crc, p, n);
+  return 0;
+}
+
+int gemmd_weight_store_read(const char *path, gemmd_weight_t **out, char *err, size_t errlen) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) {
+    snprintf(err, errlen, "cannot open: %s", strerror(errno));
+    return GEMMD_EIO;
+  }
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0) st.st_size = 0;
+  char magic[8];
+  file_header_t h;
+  uint32_t crc = 0;
+  gemmd_weight_t *w = NULL;
+  int rc = GEMMD_EIO;
+  if (read_all(f, magic, sizeof magic, &crc) || memcmp(magic, kMagic, sizeof magic) != 0) {
+    snprintf(err, errlen, "not a gemmd weight file (bad magic)");
+    goto out;
+  }
+  if (read_all(f, &h, sizeof h, &crc)) {
+    snprintf(err, errlen, "truncated header");
+    goto out;
+  }
+  if (!gemmd_dtype_is_fp8((gemmd_dtype_t)h.dtype) || !gemmd_scale_layout_is_valid((int)h.layout) ||
+      h.n == 0 || h.k == 0 || h.name_len == 0 || h.name_len > 255 ||
+      h.n_scales != gemmd_scale_count((gemmd_scale_layout_t)h.layout, h.n, h.k) ||
+      h.data_bytes != (uint64_t)h.n * h.k || h.id == 0 ||
+      (uint64_t)st.st_size != sizeof magic + sizeof h + h.name_len + 4 * h.n_scales +
+                                  h.data_bytes + 4) {
+    snprintf(err, errlen, "inconsistent header or file size");
+    goto out;
+  }
+  w = calloc(1, sizeof *w);
+  if (w == NULL) goto nomem;
+  w->name = calloc(h.name_len + 1, 1);
+  w->owned_scales = malloc(sizeof(float) * (h.n_scales + 1));
+  w->owned_data = malloc(h.data_bytes);
+  if (!w->name || !w->owned_scales || !w->owned_data) goto nomem;
+  if (read_all(f, w->name, h.name_len, &crc) ||
+      read_all(f, w->owned_scales, sizeof(float) * h.n_scales, &crc) ||
+      read_all(f, w->owned_data, h.data_bytes, &crc)) {
+    snprintf(err, errlen, "truncated body");
+    goto out;
+  }
+  uint32_t stored = 0, ignored = 0;
+  if (read_all(f, &stored, sizeof stored, &ignored) || stored != crc) {
+    snprintf(err, errlen, "checksum mismatch (file damaged)");
+    goto out;
+  }
+  w->id = h.id;
+  w->n = h.n;
+  w->k = h.k;
+  w->dtype = (gemmd_dtype_t)h.dtype;
+  w->scale_layout = (gemmd_scale_layout_t)h.layout;
+  w->data = w->owned_data;
+  w->scales = w->owned_scales;
+  w->bytes = h.data_bytes + 4 * h.n_scales;
+  w->refs = 1;
+  *out = w;
+  w = NULL;
+  rc = GEMMD_OK;
+  goto out;
+nomem:
+  snprintf(err, errlen, "out of memory");
+  rc = GEMMD_ENOMEM;
+out:
+  fclose(f);
+  gemmd_weight_free(w);
+  return rc;
+}
+
+static int by_id(const void *x, const void *y) {
+  const unsigned long long a = strtoull(*(char *const *)x, NULL, 10);
+  const unsigned long long b = strtoull(*(char *const *)y, NULL, 10);
+  return (a > b) - (a < b);
+}
+
+int gemmd_weight_store_load_all(const char *dir, void (*fn)(void *ctx, gemmd_weight_t *w),
+                                void (*bad)(void *ctx, const char *path, const char *reason),
+                                void *ctx) {
+  DIR *d = opendir(dir);
+  if (d == NULL) return GEMMD_EIO;
+  char **names = NULL;
+  size_t n = 0, cap = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    const size_t len = strlen(e->d_name);
+    if (len <= 7 || strcmp(e->d_name + len - 7, ".gemmdw") != 0) continue;
+    if (n == cap) {
+      cap = cap ? cap * 2 : 16;
+      char **grown = realloc(names, cap * sizeof *names);
+      if (grown == NULL) break;
+      names = grown;
+    }
+    names[n] = strdup(e->d_name);
+    if (names[n] != NULL) n++;
+  }
+  closedir(d);
+  qsort(names, n, sizeof *names, by_id);
+  int loaded = 0;
+  for (size_t i = 0; i < n; i++) {
+    char path[4200], err[256];
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    gemmd_weight_t *w;
+    if (gemmd_weight_store_read(path, &w, err, sizeof err) == GEMMD_OK) {
+      fn(ctx, w);
+      loaded++;
+    } else {
+      bad(ctx, path, err);
+    }
+    free(names[i]);
+  }
+  free(names);
+  return loaded;
+}

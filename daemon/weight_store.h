@@ -1,0 +1,38 @@
+/* --weight-dir persistence: one file per registered weight, so that a restarted gemmd
+ * has every weight back under the same id and name.
+ *
+ * File "<id>.gemmdw", little-endian:
+ *   "GEMMDW01"                         8 bytes, magic and format version
+ *   u64 id, u32 n, u32 k, u32 dtype, u32 scale_layout, u32 name_len, u32 reserved
+ *   u64 n_scales, u64 data_bytes
+ *   name (name_len bytes), scales (n_scales f32), data (data_bytes)
+ *   u32 CRC-32 (IEEE) of everything before it
+ * Written to ".<id>.tmp", flushed with fsync, then renamed: a crash leaves either the old
+ * state or the new one. These calls block on disk I/O: run them off the loop thread. */
+#ifndef GEMMD_DAEMON_WEIGHT_STORE_H_
+#define GEMMD_DAEMON_WEIGHT_STORE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/weight.h"
+
+/* Creates dir if needed and checks it is writable. 0 or GEMMD_EIO with err set. */
+int gemmd_weight_store_open(const char *dir, char *err, size_t errlen);
+
+int gemmd_weight_store_save(const char *dir, const gemmd_weight_t *w, char *err, size_t errlen);
+int gemmd_weight_store_delete(const char *dir, uint64_t id, char *err, size_t errlen);
+
+/* Reads one file into a new weight (refs = 1, name set). */
+int gemmd_weight_store_read(const char *path, gemmd_weight_t **out, char *err, size_t errlen);
+
+/* Calls fn for every valid weight file in dir, in id order; a file that fails its checks
+ * is reported through bad(ctx, path, reason) and skipped. Returns the number loaded, or
+ * GEMMD_EIO when dir cannot be read. */
+int gemmd_weight_store_load_all(const char *dir, void (*fn)(void *ctx, gemmd_weight_t *w),
+                                void (*bad)(void *ctx, const char *path, const char *reason),
+                                void *ctx);
+
+uint32_t gemmd_crc32(uint32_t crc, const void *data, size_t n);
+
+#endif /* GEMMD_DAEMON_WEIGHT_STORE_H_ */

@@ -1,0 +1,345 @@
+"""Test harness: starts the real gemmd on free ports and talks to it with clients no one
+here wrote (Python grpcio with stubs generated from proto/ at test time, urllib, promtool).
+
+Also the tests' own FP64 reference: FP8 decoding, E4M3 quantization and the GEMM, written
+from SPEC §1 with numpy, independent of kernels/.
+"""
+
+import os
+import re
+import signal as _signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import numpy as np
+
+# ---- Locating files under Bazel (runfiles) or in a checkout ---------------------------------
+
+
+def repo_path(rel):
+    """Path of a repository file or built target, under `bazel test` or from the tree."""
+    srcdir = os.environ.get("TEST_SRCDIR")
+    if srcdir:
+        p = os.path.join(srcdir, os.environ.get("TEST_WORKSPACE", "gemmd"), rel)
+        if os.path.exists(p):
+            return p
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(here)
+    for cand in (os.path.join(root, rel), os.path.join(root, "bazel-bin", rel)):
+        if os.path.exists(cand):
+            return cand
+    raise FileNotFoundError(rel)
+
+
+def tmpdir():
+    return os.environ.get("TEST_TMPDIR") or tempfile.mkdtemp(prefix="gemmd-test-")
+
+
+# ---- Stubs generated from the .proto files at test time --------------------------------------
+
+_stubs_lock = threading.Lock()
+_stubs = None
+
+
+def stubs():
+    """(gemm_pb2, gemm_pb2_grpc, health_pb2, health_pb2_grpc), generated once per process."""
+    global _stubs
+    with _stubs_lock:
+        if _stubs is not None:
+            return _stubs
+        from grpc_tools import protoc
+
+        out = tempfile.mkdtemp(prefix="stubs-", dir=tmpdir())
+        gemm = repo_path("proto/gemmd/v1/gemm.proto")
+        proto_root = os.path.dirname(os.path.dirname(os.path.dirname(gemm)))
+        rc = protoc.main(["protoc", "-I" + proto_root, "--python_out=" + out,
+                          "--grpc_python_out=" + out, gemm])
+        assert rc == 0, "protoc failed on gemm.proto"
+        # health.proto's Python module path would shadow the grpc package: generate it
+        # under another directory name (the proto package, grpc.health.v1, is unchanged).
+        hsrc = os.path.join(out, "hsrc", "gemmd_health")
+        os.makedirs(hsrc)
+        with open(repo_path("proto/grpc/health/v1/health.proto")) as f, \
+                open(os.path.join(hsrc, "health.proto"), "w") as g:
+            g.write(f.read())
+        rc = protoc.main(["protoc", "-I" + os.path.join(out, "hsrc"), "--python_out=" + out,
+                          "--grpc_python_out=" + out, os.path.join(hsrc, "health.proto")])
+        assert rc == 0, "protoc failed on health.proto"
+        sys.path.insert(0, out)
+        from gemmd.v1 import gemm_pb2, gemm_pb2_grpc  # noqa: E402
+        from gemmd_health import health_pb2, health_pb2_grpc  # noqa: E402
+        _stubs = (gemm_pb2, gemm_pb2_grpc, health_pb2, health_pb2_grpc)
+        return _stubs
+
+
+# ---- The daemon ----------------------------------------------------------------------------
+
+
+class Gemmd:
+    """A gemmd process on free ports. Use as a context manager or call stop()."""
+
+    def __init__(self, *args, env=None, wait_ready=True):
+        self.binary = repo_path("daemon/gemmd")
+        self.log_path = os.path.join(tmpdir(), "gemmd-%d-%d.log" % (os.getpid(), time.monotonic_ns()))
+        self.log = open(self.log_path, "w+")
+        cmd = [self.binary, "--grpc-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"]
+        cmd += list(args)
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=full_env)
+        self.grpc_port = self.metrics_port = None
+        self._channels = []
+        if wait_ready:
+            self.wait_listening()
+
+    def log_text(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def wait_listening(self, timeout=30):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            m = re.search(r'msg="listening" grpc_port=(\d+) metrics_port=(\d+)', self.log_text())
+            if m:
+                self.grpc_port, self.metrics_port = int(m.group(1)), int(m.group(2))
+                return
+            if self.proc.poll() is not None:
+                raise RuntimeError("gemmd exited with %s:\n%s" % (self.proc.returncode, self.log_text()))
+            time.sleep(0.02)
+        raise RuntimeError("gemmd did not listen in time:\n" + self.log_text())
+
+    @property
+    def address(self):
+        return "127.0.0.1:%d" % self.grpc_port
+
+    def channel(self, **options):
+        import grpc
+
+        opts = [("grpc.max_receive_message_length", 1 << 30),
+                ("grpc.max_send_message_length", 1 << 30)]
+        opts += list(options.items())
+        ch = grpc.insecure_channel(self.address, options=opts)
+        self._channels.append(ch)
+        return ch
+
+    def stub(self):
+        pb, pbg, _, _ = stubs()
+        return pbg.GemmServiceStub(self.channel())
+
+    def http(self, path, timeout=10):
+        """(status, body bytes, content type) of GET path on the metrics port."""
+        url = "http://127.0.0.1:%d%s" % (self.metrics_port, path)
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as r:
+                return r.status, r.read(), r.headers.get("Content-Type")
+        except urllib.error.HTTPError as e:
+            return e.code, e.read(), e.headers.get("Content-Type")
+
+    def signal(self, sig=_signal.SIGTERM):
+        self.proc.send_signal(sig)
+
+    def wait(self, timeout=60):
+        return self.proc.wait(timeout=timeout)
+
+    def open_fds(self):
+        return len(os.listdir("/proc/%d/fd" % self.proc.pid))
+
+    def rss_bytes(self):
+        with open("/proc/%d/status" % self.proc.pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        return 0
+
+    def stop(self, sig=_signal.SIGTERM, timeout=60):
+        for ch in self._channels:
+            ch.close()
+        self._channels = []
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise RuntimeError("gemmd did not stop after %s:\n%s" % (sig, self.log_text()))
+        self.log.close()
+        return self.proc.returncode
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+# ---- Numbers (SPEC §1), independent of kernels/ ---------------------------------------------
+
+DT_E4M3, DT_E5M2, DT_BF16, DT_FP16, DT_FP32 = 1, 2, 3, 4, 5
+SL_NONE, SL_TENSOR, SL_ROW, SL_1X128, SL_128X128 = 0, 1, 2, 3, 4
+ELEM_SIZE = {DT_E4M3: 1, DT_E5M2: 1, DT_BF16: 2, DT_FP16: 2, DT_FP32: 4}
+
+
+def _fp8_table(ebits, mbits, bias, ieee):
+    vals = np.zeros(256, dtype=np.float64)
+    for c in range(256):
+        s = -1.0 if c & 0x80 else 1.0
+        e = (c >> mbits) & ((1 << ebits) - 1)
+        m = c & ((1 << mbits) - 1)
+        if ieee and e == (1 << ebits) - 1:
+            vals[c] = s * np.inf if m == 0 else np.nan
+        elif not ieee and (c & 0x7F) == 0x7F:
+            vals[c] = np.nan
+        elif e == 0:
+            vals[c] = s * m * 2.0 ** (1 - bias - mbits)
+        else:
+            vals[c] = s * (1 + m / 2.0 ** mbits) * 2.0 ** (e - bias)
+    return vals
+
+
+E4M3 = _fp8_table(4, 3, 7, ieee=False)
+E5M2 = _fp8_table(5, 2, 15, ieee=True)
+E4M3_MAX, E5M2_MAX = 448.0, 57344.0
+
+
+def decode(dtype, data, rows, cols):
+    """Stored values as float64, rows x cols."""
+    raw = np.frombuffer(data, dtype=np.uint8)
+    if dtype == DT_E4M3:
+        v = E4M3[raw]
+    elif dtype == DT_E5M2:
+        v = E5M2[raw]
+    elif dtype == DT_BF16:
+        v = (np.frombuffer(data, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    elif dtype == DT_FP16:
+        v = np.frombuffer(data, dtype=np.float16).astype(np.float64)
+    elif dtype == DT_FP32:
+        v = np.frombuffer(data, dtype=np.float32).astype(np.float64)
+    else:
+        raise ValueError(dtype)
+    return v.reshape(rows, cols)
+
+
+def scale_grid(layout, scales, rows, cols):
+    """Per-element multipliers as float64, rows x cols."""
+    s = np.asarray(scales, dtype=np.float32).astype(np.float64)
+    if layout == SL_NONE:
+        return np.ones((rows, cols))
+    if layout == SL_TENSOR:
+        return np.full((rows, cols), s[0])
+    if layout == SL_ROW:
+        return np.repeat(s.reshape(rows, 1), cols, axis=1)
+    kb = (cols + 127) // 128
+    if layout == SL_1X128:
+        g = s.reshape(rows, kb)
+        return np.repeat(g, 128, axis=1)[:, :cols]
+    if layout == SL_128X128:
+        g = s.reshape((rows + 127) // 128, kb)
+        return np.repeat(np.repeat(g, 128, axis=0), 128, axis=1)[:rows, :cols]
+    raise ValueError(layout)
+
+
+def scale_count(layout, rows, cols):
+    kb = (cols + 127) // 128
+    return {SL_NONE: 0, SL_TENSOR: 1, SL_ROW: rows, SL_1X128: rows * kb,
+            SL_128X128: ((rows + 127) // 128) * kb}[layout]
+
+
+def _e4m3_encode(x):
+    """float32 array -> E4M3 codes, round to nearest even, saturating (SPEC's quantizer)."""
+    x = np.asarray(x, dtype=np.float64)
+    pos = np.array([E4M3[c] for c in range(0x7F)])  # 0 .. 448, ascending codes 0x00..0x7E
+    a = np.minimum(np.abs(x), 448.0)
+    i = np.clip(np.searchsorted(pos, a), 1, 0x7E)
+    lo, hi = pos[i - 1], pos[i]
+    pick_hi = (a - lo > hi - a) | ((a - lo == hi - a) & ((i % 2) == 0))
+    code = np.where(pick_hi, i, i - 1).astype(np.uint8)
+    code = np.where(a <= pos[0], 0, code).astype(np.uint8)
+    return code | np.where(np.signbit(x), 0x80, 0).astype(np.uint8)
+
+
+def quantize_e4m3(values, rows, cols, block_rows, block_cols):
+    """Real values -> (E4M3 codes, scales) with scale = amax/448 per block, as SPEC §1."""
+    v = np.asarray(values, dtype=np.float32).reshape(rows, cols)
+    rb, cb = (rows + block_rows - 1) // block_rows, (cols + block_cols - 1) // block_cols
+    codes = np.zeros((rows, cols), dtype=np.uint8)
+    scales = np.zeros(rb * cb, dtype=np.float32)
+    for i in range(rb):
+        for j in range(cb):
+            blk = v[i * block_rows:(i + 1) * block_rows, j * block_cols:(j + 1) * block_cols]
+            amax = np.float32(np.max(np.abs(blk))) if blk.size else np.float32(0)
+            s = np.float32(1.0) if amax == 0 else max(amax / np.float32(448.0), np.float32(2.0 ** -126))
+            scales[i * cb + j] = s
+            codes[i * block_rows:(i + 1) * block_rows, j * block_cols:(j + 1) * block_cols] = \
+                _e4m3_encode(blk / s)
+    return codes, scales
+
+
+def real_values(dtype, data, layout, scales, rows, cols, role):
+    """What gemmd computes with: FP8 as given; other dtypes quantized to E4M3 with 1x128
+    (A) or 128x128 (B) scales, as SPEC §1 says. Returns float64 rows x cols."""
+    v = decode(dtype, data, rows, cols) * scale_grid(layout, scales, rows, cols)
+    if dtype in (DT_E4M3, DT_E5M2):
+        return v
+    br = 1 if role == "a" else 128
+    codes, s = quantize_e4m3(v.astype(np.float32), rows, cols, br, 128)
+    return E4M3[codes] * scale_grid(SL_1X128 if role == "a" else SL_128X128, s, rows, cols)
+
+
+def rel_error(out, ref):
+    out, ref = np.asarray(out, np.float64), np.asarray(ref, np.float64)
+    den = np.linalg.norm(ref)
+    return np.linalg.norm(out - ref) / den if den > 0 else np.linalg.norm(out)
+
+
+def decode_output(matrix):
+    return decode(matrix.dtype, matrix.data, matrix.rows, matrix.cols)
+
+
+# ---- Random operands ---------------------------------------------------------------------------
+
+
+def random_matrix(rng, rows, cols, dtype, layout, mag=1.0):
+    """(data bytes, scales list) for a random rows x cols matrix."""
+    x = (rng.standard_normal((rows, cols)) * mag).astype(np.float32)
+    if dtype == DT_E4M3:
+        data = _e4m3_encode(np.clip(x, -448, 448)).tobytes()
+    elif dtype == DT_E5M2:
+        # Codes near the values (E5M2 = top byte of FP16, truncated), finite only.
+        h = x.astype(np.float16).view(np.uint16)
+        data = (h >> 8).astype(np.uint8).tobytes()
+    elif dtype == DT_BF16:
+        data = (x.view(np.uint32) >> 16).astype(np.uint16).tobytes()
+    elif dtype == DT_FP16:
+        data = x.astype(np.float16).tobytes()
+    else:
+        data = x.tobytes()
+    n = scale_count(layout, rows, cols)
+    scales = [float(s) for s in (0.5 + rng.random(n)) * 2.0 ** rng.integers(-3, 4, n)]
+    return data, scales
+
+
+def make_matrix(pb, rng, rows, cols, dtype, layout, mag=1.0):
+    data, scales = random_matrix(rng, rows, cols, dtype, layout, mag)
+    return pb.Matrix(rows=rows, cols=cols, dtype=dtype, data=data, scale_layout=layout, scales=scales)
+
+
+def reference(a, b):
+    """FP64 D for protobuf Matrix a and b (the values gemmd computes with)."""
+    av = real_values(a.dtype, a.data, a.scale_layout, a.scales, a.rows, a.cols, "a")
+    bv = real_values(b.dtype, b.data, b.scale_layout, b.scales, b.rows, b.cols, "b")
+    return av @ bv.T
+
+
+TOLERANCE = {DT_FP32: 1e-4, DT_BF16: 1e-2, DT_FP16: 1e-2}
+
+
+def promtool_check(text):
+    """(exit code, output) of `promtool check metrics` on text."""
+    p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True)
+    return p.returncode, (p.stdout + p.stderr).decode()
