@@ -263,14 +263,17 @@ static void stream_pump(stream_call_t *s) {
     ops[n++].data.send_status_from_server.status_details = &s->status_details;
   }
   rpc_call_ref(&s->base);
+  rpc_send_started(s->base.rpc);
   if (grpc_call_start_batch(s->base.call, ops, n, &s->on_send, NULL) != GRPC_CALL_OK) {
     s->broken = 1;
+    rpc_send_done(s->base.rpc);
     rpc_call_unref(&s->base);
   }
 }
 
 static void on_stream_send(rpc_tag_t *tag, int ok) {
   stream_call_t *s = RPC_CONTAINER(tag, stream_call_t, on_send);
+  rpc_send_done(s->base.rpc);
   pthread_mutex_lock(&s->mu);
   if (s->sending) {
     grpc_byte_buffer_destroy(s->sending);

@@ -215,7 +215,9 @@ grpc_byte_buffer *rpc_buffer(uint8_t *packed, size_t len) {
 
 static void on_final_done(rpc_tag_t *tag, int ok) {
   (void)ok;
-  rpc_call_unref(RPC_CONTAINER(tag, rpc_call_t, on_final));
+  rpc_call_t *c = RPC_CONTAINER(tag, rpc_call_t, on_final);
+  rpc_send_done(c->rpc);
+  rpc_call_unref(c);
 }
 
 void rpc_finish(rpc_call_t *c, uint8_t *packed, size_t len, int code, const char *message) {
@@ -235,7 +237,9 @@ void rpc_finish(rpc_call_t *c, uint8_t *packed, size_t len, int code, const char
   ops[n++].data.send_status_from_server.status_details = &c->final_details;
   c->on_final.fn = on_final_done;
   rpc_call_ref(c);
+  rpc_send_started(c->rpc);
   if (grpc_call_start_batch(c->call, ops, n, &c->on_final, NULL) != GRPC_CALL_OK) {
+    rpc_send_done(c->rpc);
     rpc_call_unref(c);
   }
 }
@@ -422,15 +426,39 @@ static void finish_shutdown(gemmd_server_t *srv, void *arg) {
 }
 
 static void maybe_finish_shutdown(gemmd_rpc_t *rpc) {
-  if (!atomic_load(&rpc->shutdown_notified) || atomic_load(&rpc->live_calls) != 0) return;
+  if (!atomic_load(&rpc->flush_done) || !atomic_load(&rpc->shutdown_notified) ||
+      atomic_load(&rpc->live_calls) != 0) {
+    return;
+  }
   if (atomic_exchange(&rpc->finish_posted, 1)) return;
   gemmd_server_post(rpc->srv, finish_shutdown, rpc);
+}
+
+/* Shutdown, step 2: once the answers already given have reached their clients (or after
+ * a grace period for clients that stopped reading), cancel the calls left: health watches
+ * and streams that are open but idle. */
+static void on_flush_closed(uv_handle_t *h) {
+  gemmd_rpc_t *rpc = h->data;
+  atomic_store(&rpc->flush_done, 1);
+  maybe_finish_shutdown(rpc);
+}
+
+static void on_flush_timer(uv_timer_t *t) {
+  gemmd_rpc_t *rpc = t->data;
+  if (atomic_load(&rpc->sends_in_flight) > 0 && gemmd_now_ns() < rpc->flush_deadline_ns) return;
+  uv_timer_stop(t);
+  grpc_server_cancel_all_calls(rpc->server);
+  uv_close((uv_handle_t *)t, on_flush_closed);
 }
 
 void gemmd_rpc_shutdown(gemmd_rpc_t *rpc, void (*done)(gemmd_server_t *, void *), void *arg) {
   rpc->done = done;
   rpc->done_arg = arg;
   atomic_store(&rpc->shutting_down, 1);
+  /* Step 1: no new calls. */
   grpc_server_shutdown_and_notify(rpc->server, rpc->cq[0], &rpc->shutdown_tag);
-  grpc_server_cancel_all_calls(rpc->server);
+  rpc->flush_deadline_ns = gemmd_now_ns() + 5000000000ull;
+  uv_timer_init(&rpc->srv->loop, &rpc->flush_timer);
+  rpc->flush_timer.data = rpc;
+  uv_timer_start(&rpc->flush_timer, on_flush_timer, 0, 10);
 }

@@ -148,15 +148,18 @@ static void watch_pump(watch_call_t *w) {
   w->sending = 1;
   w->sent = w->want;
   rpc_call_ref(&w->base);
+  rpc_send_started(w->base.rpc);
   if (grpc_call_start_batch(w->base.call, ops, n, &w->on_send, NULL) != GRPC_CALL_OK) {
     w->sending = 0;
     w->ended = 1;
+    rpc_send_done(w->base.rpc);
     rpc_call_unref(&w->base);
   }
 }
 
 static void on_watch_send(rpc_tag_t *tag, int ok) {
   watch_call_t *w = RPC_CONTAINER(tag, watch_call_t, on_send);
+  rpc_send_done(w->base.rpc);
   pthread_mutex_lock(&w->mu);
   w->sending = 0;
   grpc_byte_buffer_destroy(w->send_buf);

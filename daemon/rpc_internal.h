@@ -70,7 +70,11 @@ struct gemmd_rpc_s {
   atomic_int shutting_down;
   atomic_int shutdown_notified;
   atomic_int finish_posted;
+  atomic_int sends_in_flight; /* batches with a SEND_MESSAGE or status not yet complete */
   rpc_tag_t shutdown_tag;
+  uv_timer_t flush_timer;     /* shutdown: waits for sends to flush before cancelling */
+  atomic_int flush_done;      /* that wait is over and the timer closed */
+  uint64_t flush_deadline_ns;
   void (*done)(gemmd_server_t *srv, void *arg);
   void *done_arg;
   uint32_t max_message_bytes;
@@ -89,6 +93,11 @@ grpc_byte_buffer *rpc_buffer(uint8_t *packed, size_t len);
 /* Ends a unary call: the response message (packed, taken over; NULL for none) and the
  * status. Any thread. Holds its own reference until gRPC is done. */
 void rpc_finish(rpc_call_t *c, uint8_t *packed, size_t len, int code, const char *message);
+
+/* Count a batch that sends something, from its start to its completion, so that
+ * shutdown lets answers reach their clients before cancelling what is left. */
+static inline void rpc_send_started(gemmd_rpc_t *rpc) { atomic_fetch_add(&rpc->sends_in_flight, 1); }
+static inline void rpc_send_done(gemmd_rpc_t *rpc) { atomic_fetch_sub(&rpc->sends_in_flight, 1); }
 
 /* Starts the recv-close batch that tells whether the client cancelled. */
 void rpc_watch_close(rpc_call_t *c);

@@ -1,0 +1,239 @@
+"""Every status code of SPEC §2, provoked over gRPC and checked with its message; garbage
+bytes; and after each, gemmd still serves correctly."""
+
+import time
+import unittest
+
+import grpc
+import numpy as np
+
+import harness as H
+
+
+def identity(x):
+    return x
+
+
+class StatusCodes(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.pb, _, _, _ = H.stubs()
+        cls.rng = np.random.default_rng()
+
+    def expect(self, code, fragment, fn, *args, **kwargs):
+        with self.assertRaises(grpc.RpcError) as e:
+            fn(*args, **kwargs)
+        self.assertEqual(e.exception.code(), code, e.exception.details())
+        self.assertIn(fragment, e.exception.details())
+        return e.exception.details()
+
+    def still_serves(self, stub):
+        pb = self.pb
+        a = H.make_matrix(pb, self.rng, 3, 40, H.DT_E4M3, H.SL_ROW)
+        b = H.make_matrix(pb, self.rng, 5, 40, H.DT_E4M3, H.SL_TENSOR)
+        r = stub.Gemm(pb.GemmRequest(a=a, b=b, out_dtype=pb.DTYPE_FP32))
+        self.assertLessEqual(H.rel_error(H.decode_output(r.d), H.reference(a, b)), 1e-4)
+
+    def test_invalid_argument(self):
+        pb = self.pb
+        IA = grpc.StatusCode.INVALID_ARGUMENT
+        with H.Gemmd() as d:
+            stub = d.stub()
+            good_b = H.make_matrix(pb, self.rng, 4, 16, H.DT_E4M3, H.SL_NONE)
+            cases = [
+                ("a.scales has 3 values; SCALE_LAYOUT_ROW needs a.rows = 8",
+                 pb.GemmRequest(a=pb.Matrix(rows=8, cols=16, dtype=pb.DTYPE_FP8_E4M3, data=bytes(128),
+                                            scale_layout=pb.SCALE_LAYOUT_ROW, scales=[1, 2, 3]), b=good_b)),
+                ("a.data has 100 bytes; 8 x 16 DTYPE_BF16 needs 256",
+                 pb.GemmRequest(a=pb.Matrix(rows=8, cols=16, dtype=pb.DTYPE_BF16, data=bytes(100)), b=good_b)),
+                ("a is 0 x 16",
+                 pb.GemmRequest(a=pb.Matrix(rows=0, cols=16, dtype=pb.DTYPE_FP8_E4M3), b=good_b)),
+                ("a.dtype is DTYPE_UNSPECIFIED",
+                 pb.GemmRequest(a=pb.Matrix(rows=1, cols=16, data=bytes(16)), b=good_b)),
+                ("a.dtype 9 is not a known DType",
+                 pb.GemmRequest(a=pb.Matrix(rows=1, cols=16, dtype=9, data=bytes(16)), b=good_b)),
+                ("a.scale_layout 7 is not a known ScaleLayout",
+                 pb.GemmRequest(a=pb.Matrix(rows=1, cols=16, dtype=1, data=bytes(16), scale_layout=7), b=good_b)),
+                ("a.scale_layout SCALE_LAYOUT_BLOCK_128X128 is not allowed here",
+                 pb.GemmRequest(a=pb.Matrix(rows=1, cols=16, dtype=1, data=bytes(16), scale_layout=4, scales=[1]),
+                                b=good_b)),
+                ("b.scale_layout SCALE_LAYOUT_BLOCK_1X128 is not allowed here",
+                 pb.GemmRequest(a=pb.Matrix(rows=1, cols=16, dtype=1, data=bytes(16)),
+                                b=pb.Matrix(rows=4, cols=16, dtype=1, data=bytes(64), scale_layout=3, scales=[1] * 4))),
+                ("a.scales has 1 values; SCALE_LAYOUT_BLOCK_1X128 needs a.rows x ceil(a.cols/128) = 2 x 2 = 4",
+                 pb.GemmRequest(a=pb.Matrix(rows=2, cols=200, dtype=1, data=bytes(400), scale_layout=3, scales=[1]),
+                                b=pb.Matrix(rows=1, cols=200, dtype=1, data=bytes(200)))),
+                ("out_dtype DTYPE_FP8_E4M3 is not an output type",
+                 pb.GemmRequest(a=pb.Matrix(rows=1, cols=16, dtype=1, data=bytes(16)), b=good_b,
+                                out_dtype=pb.DTYPE_FP8_E4M3)),
+                ("a is missing", pb.GemmRequest(b=good_b)),
+                ("no B: set one of weight_id, weight_name or b",
+                 pb.GemmRequest(a=pb.Matrix(rows=1, cols=16, dtype=1, data=bytes(16)))),
+                ("a.cols = 17 but b has k = 16",
+                 pb.GemmRequest(a=pb.Matrix(rows=1, cols=17, dtype=1, data=bytes(17)), b=good_b)),
+                ("weight_id 0 names no weight",
+                 pb.GemmRequest(a=pb.Matrix(rows=1, cols=16, dtype=1, data=bytes(16)), weight_id=0)),
+            ]
+            for fragment, req in cases:
+                self.expect(IA, fragment, stub.Gemm, req)
+            # Against a registered weight: K must match.
+            stub.RegisterWeight(iter([pb.RegisterWeightRequest(name="w16", weight=good_b)]))
+            self.expect(IA, "a.cols = 20 but weight 'w16' has k = 16", stub.Gemm,
+                        pb.GemmRequest(a=pb.Matrix(rows=1, cols=20, dtype=1, data=bytes(20)), weight_name="w16"))
+            # Garbage bytes where a GemmRequest should be, through a raw method handle.
+            ch = d.channel()
+            raw = ch.unary_unary("/gemmd.v1.GemmService/Gemm", request_serializer=identity,
+                                 response_deserializer=identity)
+            self.expect(IA, "not a valid gemmd.v1.GemmRequest", raw, b"\x2a\x7f\x00garbage")
+            self.expect(IA, "not a valid gemmd.v1.GemmRequest", raw, bytes(range(256)) * 4)
+            # Registration streams that lie about their size, or name nothing.
+            reg = stub.RegisterWeight
+            self.expect(IA, "weight.data runs past 64 bytes", reg, iter([
+                pb.RegisterWeightRequest(name="x", weight=pb.Matrix(rows=4, cols=16, dtype=1, data=bytes(60))),
+                pb.RegisterWeightRequest(weight=pb.Matrix(data=bytes(10)))]))
+            self.expect(IA, "the stream ended after 60 of 64 weight.data bytes", reg, iter([
+                pb.RegisterWeightRequest(name="x", weight=pb.Matrix(rows=4, cols=16, dtype=1, data=bytes(60)))]))
+            self.expect(IA, "name must be 1 to 255 characters", reg, iter([
+                pb.RegisterWeightRequest(weight=pb.Matrix(rows=4, cols=16, dtype=1, data=bytes(64)))]))
+            self.expect(IA, "weight is missing", reg, iter([pb.RegisterWeightRequest(name="y")]))
+            self.expect(IA, "set weight_id", stub.UnregisterWeight, pb.UnregisterWeightRequest())
+            # Streams answer a bad request in-band and go on.
+            good = pb.GemmRequest(request_id=2, a=pb.Matrix(rows=1, cols=16, dtype=1, data=bytes(16)), b=good_b)
+            resps = list(stub.GemmStream(iter([pb.GemmRequest(request_id=1), good])))
+            by_id = {r.request_id: r for r in resps}
+            self.assertEqual(by_id[1].error_code, grpc.StatusCode.INVALID_ARGUMENT.value[0])
+            self.assertIn("a is missing", by_id[1].error_message)
+            self.assertEqual(by_id[2].error_code, 0)
+            self.still_serves(stub)
+            # Every refusal was counted.
+            status, body, _ = d.http("/metrics")
+            line = [l for l in body.decode().splitlines()
+                    if l.startswith('gemmd_requests_total{transport="grpc",code="INVALID_ARGUMENT"}')]
+            self.assertEqual(len(line), 1)
+            self.assertEqual(float(line[0].split()[-1]), len(cases) + 1 + 2 + 1)
+
+    def test_not_found_already_exists_unimplemented(self):
+        pb = self.pb
+        with H.Gemmd() as d:
+            stub = d.stub()
+            a = pb.Matrix(rows=1, cols=16, dtype=1, data=bytes(16))
+            self.expect(grpc.StatusCode.NOT_FOUND, "no weight with weight_id 42 is registered",
+                        stub.Gemm, pb.GemmRequest(a=a, weight_id=42))
+            self.expect(grpc.StatusCode.NOT_FOUND, "no weight named 'ghost' is registered",
+                        stub.Gemm, pb.GemmRequest(a=a, weight_name="ghost"))
+            self.expect(grpc.StatusCode.NOT_FOUND, "no weight named 'ghost'",
+                        stub.UnregisterWeight, pb.UnregisterWeightRequest(name="ghost"))
+            w = pb.Matrix(rows=2, cols=16, dtype=1, data=bytes(32))
+            stub.RegisterWeight(iter([pb.RegisterWeightRequest(name="dup", weight=w)]))
+            self.expect(grpc.StatusCode.ALREADY_EXISTS, "a weight named 'dup' already exists",
+                        stub.RegisterWeight, iter([pb.RegisterWeightRequest(name="dup", weight=w)]))
+            raw = d.channel().unary_unary("/gemmd.v1.GemmService/Nope", request_serializer=identity,
+                                          response_deserializer=identity)
+            self.expect(grpc.StatusCode.UNIMPLEMENTED, "/gemmd.v1.GemmService/Nope", raw, b"")
+            self.still_serves(stub)
+
+    def test_resource_exhausted_limits(self):
+        pb = self.pb
+        RE = grpc.StatusCode.RESOURCE_EXHAUSTED
+        with H.Gemmd("--max-m", "64", "--max-n", "32", "--max-k", "256", "--max-message-bytes", "1M",
+                     "--weight-memory-bytes", "4K") as d:
+            stub = d.stub()
+            self.expect(RE, "a.rows = 65 is over the limit 64 (--max-m)", stub.Gemm,
+                        pb.GemmRequest(a=pb.Matrix(rows=65, cols=16, dtype=1, data=bytes(65 * 16)),
+                                       b=pb.Matrix(rows=1, cols=16, dtype=1, data=bytes(16))))
+            self.expect(RE, "b.rows = 33 is over the limit 32 (--max-n)", stub.Gemm,
+                        pb.GemmRequest(a=pb.Matrix(rows=1, cols=16, dtype=1, data=bytes(16)),
+                                       b=pb.Matrix(rows=33, cols=16, dtype=1, data=bytes(33 * 16))))
+            self.expect(RE, "a.cols = 300 is over the limit 256 (--max-k)", stub.Gemm,
+                        pb.GemmRequest(a=pb.Matrix(rows=1, cols=300, dtype=1, data=bytes(300)), weight_id=1))
+            # Over the message size limit: gRPC itself refuses it.
+            with self.assertRaises(grpc.RpcError) as e:
+                stub.Gemm(pb.GemmRequest(a=pb.Matrix(rows=64, cols=256, dtype=5, data=bytes(2 << 20))))
+            self.assertEqual(e.exception.code(), RE)
+            # Over the weight budget: 4 KiB.
+            self.expect(RE, "over the whole budget", stub.RegisterWeight, iter([pb.RegisterWeightRequest(
+                name="big", weight=pb.Matrix(rows=32, cols=256, dtype=1, data=bytes(32 * 256)))]))
+            small = pb.Matrix(rows=8, cols=256, dtype=1, data=bytes(8 * 256))
+            stub.RegisterWeight(iter([pb.RegisterWeightRequest(name="s1", weight=small)]))
+            self.expect(RE, "only 2048 of the 4096-byte budget are free", stub.RegisterWeight,
+                        iter([pb.RegisterWeightRequest(name="s2", weight=pb.Matrix(
+                            rows=12, cols=256, dtype=1, data=bytes(12 * 256)))]))
+            self.still_serves(stub)
+
+    def _occupy_engine(self, d, stub, seconds_hint=1.0):
+        """Starts a long GEMM (about a second or more on the CPU backend); returns its future."""
+        pb = self.pb
+        n, k = 4096, 4096
+        w = H.make_matrix(pb, self.rng, n, k, H.DT_E4M3, H.SL_NONE)
+        stub.RegisterWeight(iter([pb.RegisterWeightRequest(name="long", weight=w)]))
+        a = H.make_matrix(pb, self.rng, 6144, k, H.DT_E4M3, H.SL_NONE)
+        fut = stub.Gemm.future(pb.GemmRequest(a=a, weight_name="long"))
+        time.sleep(0.3)  # let it reach the engine
+        return fut
+
+    def _metric(self, d, name_and_labels):
+        _, body, _ = d.http("/metrics")
+        for line in body.decode().splitlines():
+            if line.startswith(name_and_labels + " "):
+                return float(line.split()[-1])
+        return 0.0
+
+    def test_queue_full_and_per_connection_limit(self):
+        pb = self.pb
+        with H.Gemmd("--queue-depth", "3", "--max-inflight-per-client", "4") as d:
+            stub = d.stub()
+            fut = self._occupy_engine(d, stub)
+            a = pb.Matrix(rows=1, cols=16, dtype=1, data=bytes(16))
+            b = pb.Matrix(rows=1, cols=16, dtype=1, data=bytes(16))
+            # One connection: 1 in flight already; 3 more fit its limit of 4 and the queue of 3;
+            # the rest are refused, by the queue bound or the connection bound.
+            futures = [stub.Gemm.future(pb.GemmRequest(request_id=i, a=a, b=b)) for i in range(8)]
+            codes = []
+            for f in futures:
+                try:
+                    f.result(timeout=60)
+                    codes.append("OK")
+                except grpc.RpcError as e:
+                    codes.append(e.code().name)
+                    self.assertTrue("--queue-depth" in e.details() or "--max-inflight-per-client" in e.details(),
+                                    e.details())
+            self.assertEqual(codes.count("OK"), 3, codes)
+            self.assertEqual(codes.count("RESOURCE_EXHAUSTED"), 5, codes)
+            fut.result(timeout=120)
+            # Another connection is not held to the first one's limit.
+            other = d.stub()
+            fut = other.Gemm.future(pb.GemmRequest(a=H.make_matrix(pb, self.rng, 4096, 4096, 1, 0),
+                                                   weight_name="long"))
+            time.sleep(0.3)
+            stream_reqs = [pb.GemmRequest(request_id=i, a=a, b=b) for i in range(6)]
+            resps = list(stub.GemmStream(iter(stream_reqs)))
+            self.assertEqual(len(resps), 6)
+            refused = [r for r in resps if r.error_code == grpc.StatusCode.RESOURCE_EXHAUSTED.value[0]]
+            self.assertEqual(len(refused), 3, [(r.request_id, r.error_code) for r in resps])
+            fut.result(timeout=120)
+            self.still_serves(stub)
+
+    def test_deadline_exceeded_before_dispatch_spends_no_compute(self):
+        pb = self.pb
+        with H.Gemmd() as d:
+            stub = d.stub()
+            fut = self._occupy_engine(d, stub)
+            batches_before = self._metric(d, "gemmd_batches_total")
+            a = pb.Matrix(rows=1, cols=16, dtype=1, data=bytes(16))
+            b = pb.Matrix(rows=1, cols=16, dtype=1, data=bytes(16))
+            with self.assertRaises(grpc.RpcError) as e:
+                stub.Gemm(pb.GemmRequest(a=a, b=b), timeout=0.2)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
+            fut.result(timeout=120)
+            deadline = time.time() + 10
+            while time.time() < deadline and self._metric(
+                    d, 'gemmd_requests_total{transport="grpc",code="DEADLINE_EXCEEDED"}') < 1:
+                time.sleep(0.05)
+            self.assertEqual(self._metric(d, 'gemmd_requests_total{transport="grpc",code="DEADLINE_EXCEEDED"}'), 1)
+            # Only the long GEMM ran a batch: the expired request spent nothing.
+            self.assertEqual(self._metric(d, "gemmd_batches_total"), batches_before + 1)
+            self.still_serves(stub)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

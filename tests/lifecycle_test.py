@@ -1,0 +1,186 @@
+"""gemmd's life: SIGTERM under load drains (in-flight requests finish, new ones get
+UNAVAILABLE, exit 0); --weight-dir brings every weight back after a restart under the
+same ids and names, with the same results; configuration from file, environment and
+flags; TLS."""
+
+import os
+import shutil
+import subprocess
+import threading
+import time
+import unittest
+
+import grpc
+import numpy as np
+
+import harness as H
+
+
+class Drain(unittest.TestCase):
+    def test_sigterm_under_load(self):
+        pb, _, _, _ = H.stubs()
+        rng = np.random.default_rng()
+        d = H.Gemmd()
+        stub = d.stub()
+        k = 4096
+        w = H.make_matrix(pb, rng, 4096, k, H.DT_E4M3, H.SL_NONE)
+        stub.RegisterWeight(iter([pb.RegisterWeightRequest(name="big", weight=w)]))
+        big_a = H.make_matrix(pb, rng, 4096, k, H.DT_E4M3, H.SL_NONE)
+        small_b = H.make_matrix(pb, rng, 8, 64, H.DT_E4M3, H.SL_NONE)
+        small_a = H.make_matrix(pb, rng, 2, 64, H.DT_E4M3, H.SL_NONE)
+        # In flight when the signal comes: one long GEMM and queued small ones behind it.
+        inflight = [stub.Gemm.future(pb.GemmRequest(request_id=0, a=big_a, weight_name="big"))]
+        time.sleep(0.3)
+        inflight += [stub.Gemm.future(pb.GemmRequest(request_id=i, a=small_a, b=small_b))
+                     for i in range(1, 6)]
+        time.sleep(0.1)
+        d.signal()
+        time.sleep(0.2)
+        # New work after the signal is refused.
+        late = []
+        for i in range(5):
+            try:
+                stub.Gemm(pb.GemmRequest(request_id=100 + i, a=small_a, b=small_b), timeout=30)
+                late.append("OK")
+            except grpc.RpcError as e:
+                late.append(e.code())
+        self.assertEqual(late, [grpc.StatusCode.UNAVAILABLE] * 5, late)
+        for f in inflight:
+            r = f.result(timeout=120)  # raises if any failed
+            self.assertGreater(r.d.rows, 0)
+        self.assertEqual(d.wait(timeout=60), 0)
+        log = d.log_text()
+        self.assertIn('msg="draining" signal=SIGTERM', log)
+        self.assertIn('msg="drained"', log)
+        self.assertIn('msg="exit" code=0', log)
+        d.stop()
+
+    def test_sigint_idle_exits_zero(self):
+        d = H.Gemmd()
+        d.signal(2)
+        self.assertEqual(d.wait(timeout=30), 0)
+        d.stop()
+
+
+class WeightDir(unittest.TestCase):
+    def test_restart_keeps_weights(self):
+        pb, _, _, _ = H.stubs()
+        rng = np.random.default_rng()
+        wdir = os.path.join(H.tmpdir(), "weights-%d" % time.monotonic_ns())
+        specs = [("fp8-blocks", H.DT_E4M3, H.SL_128X128, 300, 257),
+                 ("e5m2-rows", H.DT_E5M2, H.SL_ROW, 17, 64),
+                 ("bf16", H.DT_BF16, H.SL_NONE, 130, 129),
+                 ("doomed", H.DT_E4M3, H.SL_TENSOR, 4, 64)]
+        a_by_k = {}
+        before = {}
+        with H.Gemmd("--weight-dir", wdir) as d:
+            stub = d.stub()
+            for name, dt, sl, n, k in specs:
+                b = H.make_matrix(pb, rng, n, k, dt, sl)
+                stub.RegisterWeight(iter([pb.RegisterWeightRequest(name=name, weight=b)]))
+            stub.UnregisterWeight(pb.UnregisterWeightRequest(name="doomed"))
+            listed = {w.name: w for w in stub.ListWeights(pb.ListWeightsRequest()).weights}
+            for name, _, _, _, k in specs[:3]:
+                a_by_k.setdefault(k, H.make_matrix(pb, rng, 5, k, H.DT_E4M3, H.SL_1X128))
+                before[name] = stub.Gemm(pb.GemmRequest(a=a_by_k[k], weight_name=name,
+                                                        out_dtype=pb.DTYPE_FP32)).d.data
+        self.assertEqual(sorted(f for f in os.listdir(wdir) if f.endswith(".gemmdw")),
+                         sorted("%d.gemmdw" % listed[n].weight_id for n in before))
+        with H.Gemmd("--weight-dir", wdir) as d:
+            stub = d.stub()
+            again = {w.name: w for w in stub.ListWeights(pb.ListWeightsRequest()).weights}
+            self.assertEqual(set(again), set(before))
+            for name in before:
+                self.assertEqual(again[name], listed[name])  # same id, shape, dtype, bytes
+                k = again[name].k
+                r = stub.Gemm(pb.GemmRequest(a=a_by_k[k], weight_id=again[name].weight_id,
+                                             out_dtype=pb.DTYPE_FP32))
+                self.assertEqual(r.d.data, before[name], "results changed across the restart")
+            # New ids continue after the restored ones.
+            b = H.make_matrix(pb, rng, 2, 64, H.DT_E4M3, H.SL_NONE)
+            new = stub.RegisterWeight(iter([pb.RegisterWeightRequest(name="new", weight=b)]))
+            self.assertGreater(new.weight_id, max(w.weight_id for w in listed.values()))
+            self.assertIn('msg="weights restored"', d.log_text())
+        # A damaged file is skipped with a message; the others still load.
+        victim = os.path.join(wdir, "%d.gemmdw" % listed["bf16"].weight_id)
+        with open(victim, "r+b") as f:
+            f.seek(100)
+            f.write(b"\xff\xff\xff\xff")
+        with H.Gemmd("--weight-dir", wdir) as d:
+            names = {w.name for w in d.stub().ListWeights(pb.ListWeightsRequest()).weights}
+            self.assertEqual(names, {"fp8-blocks", "e5m2-rows", "new"})
+            self.assertIn("checksum mismatch", d.log_text())
+        shutil.rmtree(wdir)
+
+
+class Configuration(unittest.TestCase):
+    def test_help_and_bad_flags(self):
+        gemmd = H.repo_path("daemon/gemmd")
+        p = subprocess.run([gemmd, "--help"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 0)
+        for name in ("--grpc-listen", "--metrics-listen", "--backend", "--device", "--weight-dir",
+                     "--preload", "--max-batch-delay-us", "--queue-depth", "--tls-cert"):
+            self.assertIn(name, p.stdout)
+        p = subprocess.run([gemmd, "--version"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 0)
+        self.assertTrue(p.stdout.startswith("gemmd "))
+        for args, fragment in [(["--no-such-flag", "1"], "unknown option 'no-such-flag'"),
+                               (["--max-m", "0"], "--max-m: 0 is outside [1, 16777216]"),
+                               (["--backend", "tpu"], "--backend: 'tpu' is not one of auto|cuda|cpu"),
+                               (["--queue-depth"], "--queue-depth needs a value")]:
+            p = subprocess.run([gemmd] + args, capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn(fragment, p.stderr)
+        p = subprocess.run([gemmd, "--backend", "cuda", "--grpc-listen", "127.0.0.1:0",
+                            "--metrics-listen", "127.0.0.1:0"], capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("backend unavailable", p.stderr)
+
+    def test_file_env_flag_precedence(self):
+        pb, _, _, _ = H.stubs()
+        path = os.path.join(H.tmpdir(), "gemmd-%d.conf" % time.monotonic_ns())
+        with open(path, "w") as f:
+            f.write("# test config\nmax-m = 10\nmax-n = \"12\"\nqueue-depth = 7\n")
+        with H.Gemmd("--config", path, "--max-n", "14", env={"GEMMD_MAX_M": "20", "GEMMD_MAX_N": "13"}) as d:
+            stub = d.stub()
+            ok = pb.GemmRequest(a=pb.Matrix(rows=15, cols=8, dtype=1, data=bytes(120)),
+                                b=pb.Matrix(rows=14, cols=8, dtype=1, data=bytes(112)))
+            self.assertEqual(stub.Gemm(ok).d.rows, 15)
+            with self.assertRaises(grpc.RpcError) as e:
+                stub.Gemm(pb.GemmRequest(a=pb.Matrix(rows=21, cols=8, dtype=1, data=bytes(168)),
+                                         b=pb.Matrix(rows=1, cols=8, dtype=1, data=bytes(8))))
+            self.assertIn("over the limit 20 (--max-m)", e.exception.details())
+            log = d.log_text()
+            self.assertIn("max-m=20", log)        # environment over file
+            self.assertIn("max-n=14", log)        # flag over environment
+            self.assertIn("queue-depth=7", log)   # file over default
+            self.assertIn('file="%s"' % path, log)
+
+
+class Tls(unittest.TestCase):
+    def test_tls_serving(self):
+        pb, pbg, _, _ = H.stubs()
+        tmp = os.path.join(H.tmpdir(), "tls-%d" % time.monotonic_ns())
+        os.makedirs(tmp)
+        cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                        "-out", cert, "-days", "1", "-subj", "/CN=localhost",
+                        "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                       check=True, capture_output=True, timeout=60)
+        with H.Gemmd("--tls-cert", cert, "--tls-key", key) as d:
+            with open(cert, "rb") as f:
+                creds = grpc.ssl_channel_credentials(root_certificates=f.read())
+            ch = grpc.secure_channel("localhost:%d" % d.grpc_port, creds)
+            stub = pbg.GemmServiceStub(ch)
+            r = stub.Gemm(pb.GemmRequest(a=pb.Matrix(rows=1, cols=8, dtype=1, data=bytes(8)),
+                                         b=pb.Matrix(rows=2, cols=8, dtype=1, data=bytes(16))))
+            self.assertEqual((r.d.rows, r.d.cols), (1, 2))
+            ch.close()
+            plain = pbg.GemmServiceStub(d.channel())
+            with self.assertRaises(grpc.RpcError) as e:
+                plain.ListWeights(pb.ListWeightsRequest(), timeout=5)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
