@@ -11,6 +11,7 @@
 
 #include "daemon/log.h"
 #include "daemon/rpc_grpc.h"
+#include "daemon/safetensors.h"
 #include "daemon/stats.h"
 #include "daemon/version.h"
 #include "daemon/weight_store.h"
@@ -652,6 +653,26 @@ static int restore_weights(gemmd_server_t *srv) {
   return GEMMD_OK;
 }
 
+/* --preload: each FP8 tensor of each safetensors file becomes a weight. Not written to
+ * --weight-dir: the files are read again at every start. */
+static int preload_weights(gemmd_server_t *srv) {
+  for (int i = 0; i < srv->cfg->n_preload; i++) {
+    const char *path = srv->cfg->preload[i];
+    restore_ctx_t ctx = {srv, 0, 0};
+    char err[512];
+    int skipped = 0;
+    const uint64_t t0 = gemmd_now_ns();
+    const int rc = gemmd_safetensors_load(path, restore_one, &ctx, &skipped, err, sizeof err);
+    if (rc < 0) {
+      gemmd_log(GEMMD_LOG_ERROR, "preload failed", "file=\"%s\" reason=\"%s\"", path, err);
+      return rc;
+    }
+    gemmd_log(GEMMD_LOG_INFO, "preloaded", "file=\"%s\" weights=%d refused=%d other_tensors=%d ms=%.1f",
+              path, ctx.loaded, ctx.bad, skipped, (double)(gemmd_now_ns() - t0) * 1e-6);
+  }
+  return GEMMD_OK;
+}
+
 static int create_engine(gemmd_server_t *srv) {
   const char *backend = srv->cfg->backend;
   if (strcmp(backend, "cuda") == 0) {
@@ -702,6 +723,10 @@ int gemmd_server_run(const gemmd_config_t *cfg) {
   gemmd_log(GEMMD_LOG_INFO, "engine ready", "backend=%s device=\"%s\" kernel=\"%s\"",
             srv->engine->backend, srv->engine->device, srv->engine->kernel);
   if (cfg->weight_dir[0] != '\0' && restore_weights(srv) != GEMMD_OK) {
+    srv->exit_code = 1;
+    goto fail;
+  }
+  if (preload_weights(srv) != GEMMD_OK) {
     srv->exit_code = 1;
     goto fail;
   }

@@ -285,6 +285,49 @@ static void run_tile(const micro_kernel_t *kern, int kc, const float *ap, const 
   }
 }
 
+/* Packing buffers of this thread, kept between calls: a fresh multi-megabyte buffer per
+ * call would go to mmap and fault in page by page every time. */
+typedef struct {
+  float *ap, *bp, *rowbuf;
+  size_t ap_bytes, bp_bytes, rowbuf_bytes;
+} pack_buffers_t;
+
+static pthread_key_t buffers_key;
+static pthread_once_t buffers_once = PTHREAD_ONCE_INIT;
+
+static void buffers_free(void *p) {
+  pack_buffers_t *b = p;
+  free(b->ap);
+  free(b->bp);
+  free(b->rowbuf);
+  free(b);
+}
+
+static void buffers_key_init(void) { pthread_key_create(&buffers_key, buffers_free); }
+
+/* A buffer of at least `bytes` (64-byte aligned) in *slot, grown when too small. */
+static float *ensure(float **slot, size_t *have, size_t bytes) {
+  if (*have >= bytes) return *slot;
+  free(*slot);
+  bytes = (bytes + 63) / 64 * 64;
+  *slot = aligned_alloc(64, bytes);
+  *have = *slot ? bytes : 0;
+  return *slot;
+}
+
+static pack_buffers_t *thread_buffers(void) {
+  pthread_once(&buffers_once, buffers_key_init);
+  pack_buffers_t *b = pthread_getspecific(buffers_key);
+  if (b == NULL) {
+    b = calloc(1, sizeof *b);
+    if (b != NULL && pthread_setspecific(buffers_key, b) != 0) {
+      free(b);
+      b = NULL;
+    }
+  }
+  return b;
+}
+
 static void *slice_run(void *arg) {
   slice_t *s = arg;
   const micro_kernel_t kern = s->kern;
@@ -296,12 +339,13 @@ static void *slice_run(void *arg) {
   const size_t n_span = s->n1 - s->n0 < NC ? s->n1 - s->n0 : NC;
   const size_t a_rows = (m_span + (size_t)kern.mr - 1) / (size_t)kern.mr * (size_t)kern.mr;
   const size_t b_rows = (n_span + (size_t)kern.nr - 1) / (size_t)kern.nr * (size_t)kern.nr;
-  float *ap = aligned_alloc(64, (sizeof(float) * a_rows * kc_max + 63) / 64 * 64);
-  float *bp = aligned_alloc(64, (sizeof(float) * b_rows * kc_max + 63) / 64 * 64);
-  float *rowbuf = malloc(sizeof(float) * kc_max);
+  pack_buffers_t *pb = thread_buffers();
+  float *ap = pb ? ensure(&pb->ap, &pb->ap_bytes, sizeof(float) * a_rows * kc_max) : NULL;
+  float *bp = pb ? ensure(&pb->bp, &pb->bp_bytes, sizeof(float) * b_rows * kc_max) : NULL;
+  float *rowbuf = pb ? ensure(&pb->rowbuf, &pb->rowbuf_bytes, sizeof(float) * kc_max) : NULL;
   if (ap == NULL || bp == NULL || rowbuf == NULL) {
     s->status = GEMMD_ENOMEM;
-    goto out;
+    return NULL;
   }
   for (uint32_t jc = s->n0; jc < s->n1; jc += NC) {
     const uint32_t nc = s->n1 - jc < NC ? s->n1 - jc : NC;
@@ -325,10 +369,6 @@ static void *slice_run(void *arg) {
     }
   }
   s->status = GEMMD_OK;
-out:
-  free(ap);
-  free(bp);
-  free(rowbuf);
   return NULL;
 }
 
@@ -338,9 +378,18 @@ static int valid_operand(const gemmd_operand_t *op) {
          (op->scale_layout == GEMMD_SCALE_NONE || op->scales != NULL);
 }
 
-static int online_cpus(void) {
+/* CPUs online, read once: sysconf reads /sys each time, tens of microseconds. */
+static int n_cpus;
+static pthread_once_t cpus_once = PTHREAD_ONCE_INIT;
+
+static void read_cpus(void) {
   const long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n < 1 ? 1 : (n > 64 ? 64 : (int)n);
+  n_cpus = n < 1 ? 1 : (n > 64 ? 64 : (int)n);
+}
+
+static int online_cpus(void) {
+  pthread_once(&cpus_once, read_cpus);
+  return n_cpus;
 }
 
 int gemmd_cpu_gemm(const gemmd_operand_t *a, const gemmd_operand_t *b, gemmd_dtype_t out_dtype,

@@ -113,6 +113,63 @@ class WeightDir(unittest.TestCase):
         shutil.rmtree(wdir)
 
 
+def write_safetensors(path, tensors):
+    """tensors: {name: (dtype string, shape, bytes)} -> a safetensors file."""
+    import json
+    import struct
+    header, blobs, off = {"__metadata__": {"format": "pt"}}, [], 0
+    for name, (dtype, shape, data) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [off, off + len(data)]}
+        blobs.append(data)
+        off += len(data)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+class Preload(unittest.TestCase):
+    def test_preload_fp8_safetensors(self):
+        pb, _, _, _ = H.stubs()
+        rng = np.random.default_rng()
+        path = os.path.join(H.tmpdir(), "model-%d.safetensors" % time.monotonic_ns())
+        n, k = 200, 300
+        blocks = H.make_matrix(pb, rng, n, k, H.DT_E4M3, H.SL_128X128)
+        rows = H.make_matrix(pb, rng, 64, k, H.DT_E5M2, H.SL_ROW)
+        plain = H.make_matrix(pb, rng, 16, k, H.DT_E4M3, H.SL_NONE)
+        f32 = lambda xs: np.asarray(xs, np.float32).tobytes()
+        write_safetensors(path, {
+            "layers.0.mlp.weight": ("F8_E4M3", (n, k), blocks.data),
+            "layers.0.mlp.weight_scale_inv": ("F32", (2, 3), f32(blocks.scales)),
+            "layers.0.attn.weight": ("F8_E5M2", (64, k), rows.data),
+            "layers.0.attn.weight_scale": ("F32", (64, 1), f32(rows.scales)),
+            "layers.0.gate.weight": ("F8_E4M3", (16, k), plain.data),
+            "layers.0.norm.weight": ("BF16", (k,), bytes(2 * k)),
+        })
+        with H.Gemmd("--preload", path) as d:
+            stub = d.stub()
+            listed = {w.name: w for w in stub.ListWeights(pb.ListWeightsRequest()).weights}
+            self.assertEqual(set(listed), {"layers.0.mlp.weight", "layers.0.attn.weight", "layers.0.gate.weight"})
+            self.assertEqual(listed["layers.0.mlp.weight"].scale_layout, pb.SCALE_LAYOUT_BLOCK_128X128)
+            self.assertEqual(listed["layers.0.attn.weight"].scale_layout, pb.SCALE_LAYOUT_ROW)
+            self.assertEqual(listed["layers.0.attn.weight"].dtype, pb.DTYPE_FP8_E5M2)
+            self.assertEqual(listed["layers.0.gate.weight"].scale_layout, pb.SCALE_LAYOUT_NONE)
+            for name, b in [("layers.0.mlp.weight", blocks), ("layers.0.attn.weight", rows),
+                            ("layers.0.gate.weight", plain)]:
+                a = H.make_matrix(pb, rng, 3, k, H.DT_E4M3, H.SL_1X128)
+                r = stub.Gemm(pb.GemmRequest(a=a, weight_name=name, out_dtype=pb.DTYPE_FP32))
+                self.assertLessEqual(H.rel_error(H.decode_output(r.d), H.reference(a, b)), 1e-4, name)
+            self.assertIn('msg="preloaded"', d.log_text())
+            self.assertIn("other_tensors=1", d.log_text())
+        # A damaged file stops the start with a message.
+        with open(path, "r+b") as f:
+            f.write(b"\xff" * 8)
+        p = subprocess.run([H.repo_path("daemon/gemmd"), "--preload", path, "--grpc-listen", "127.0.0.1:0",
+                            "--metrics-listen", "127.0.0.1:0"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("preload failed", p.stderr)
+
+
 class Configuration(unittest.TestCase):
     def test_help_and_bad_flags(self):
         gemmd = H.repo_path("daemon/gemmd")

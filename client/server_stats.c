@@ -1,0 +1,99 @@
+/* ServerStats message -> C struct. */
+#include "client/server_stats.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/status_util.h"
+
+/* strdup that maps NULL to "" and counts failures in *failed. */
+static char *dup_str(const char *s, int *failed) {
+  char *d = strdup(s != NULL ? s : "");
+  if (d == NULL) *failed = 1;
+  return d;
+}
+
+static void copy_latency(const Gemmd__V1__LatencySummary *s, gemmd_latency_summary_t *out) {
+  memset(out, 0, sizeof *out);
+  if (s == NULL) return;
+  out->count = s->count;
+  out->mean_us = s->mean_us;
+  out->p50_us = s->p50_us;
+  out->p90_us = s->p90_us;
+  out->p99_us = s->p99_us;
+  out->p999_us = s->p999_us;
+  out->max_us = s->max_us;
+}
+
+static int copy_codes(const Gemmd__V1__ServerStats *pb, gemmd_server_stats_t *out) {
+  int failed = 0;
+  if (pb->n_requests_by_code == 0) return 0;
+  out->requests_by_code = calloc(pb->n_requests_by_code, sizeof *out->requests_by_code);
+  if (out->requests_by_code == NULL) return 1;
+  out->n_requests_by_code = pb->n_requests_by_code;
+  for (size_t i = 0; i < pb->n_requests_by_code; i++) {
+    const Gemmd__V1__CodeCount *cc = pb->requests_by_code[i];
+    out->requests_by_code[i].transport = dup_str(cc->transport, &failed);
+    out->requests_by_code[i].code = dup_str(cc->code, &failed);
+    out->requests_by_code[i].count = cc->count;
+  }
+  return failed;
+}
+
+static void copy_counters(const Gemmd__V1__ServerStats *pb, gemmd_server_stats_t *out) {
+  out->uptime_ns = pb->uptime_ns;
+  out->ready = pb->ready != 0;
+  out->draining = pb->draining != 0;
+  out->requests_total = pb->requests_total;
+  out->requests_failed = pb->requests_failed;
+  out->batches_total = pb->batches_total;
+  out->flops_total = pb->flops_total;
+  out->input_bytes_total = pb->input_bytes_total;
+  out->output_bytes_total = pb->output_bytes_total;
+  out->graph_replays_total = pb->graph_replays_total;
+  out->graph_captures_total = pb->graph_captures_total;
+  copy_latency(pb->request_latency, &out->request_latency);
+  copy_latency(pb->queue_latency, &out->queue_latency);
+  copy_latency(pb->batch_latency, &out->batch_latency);
+  out->mean_batch_requests = pb->mean_batch_requests;
+  out->queue_depth = pb->queue_depth;
+  out->inflight_requests = pb->inflight_requests;
+  out->shm_clients = pb->shm_clients;
+  out->weights = pb->weights;
+  out->weight_bytes = pb->weight_bytes;
+  out->weight_budget_bytes = pb->weight_budget_bytes;
+  out->device_memory_used_bytes = pb->device_memory_used_bytes;
+  out->device_memory_total_bytes = pb->device_memory_total_bytes;
+}
+
+int gemmd_server_stats_from_pb(const Gemmd__V1__ServerStats *pb, gemmd_server_stats_t *out,
+                               gemmd_status_t *status) {
+  int failed = 0;
+  memset(out, 0, sizeof *out);
+  out->version = dup_str(pb->version, &failed);
+  out->backend = dup_str(pb->backend, &failed);
+  out->device = dup_str(pb->device, &failed);
+  out->gemm_kernel = dup_str(pb->gemm_kernel, &failed);
+  failed |= copy_codes(pb, out);
+  copy_counters(pb, out);
+  if (failed) {
+    gemmd_server_stats_free(out);
+    return gemmd_status_set(status, GEMMD_STATUS_RESOURCE_EXHAUSTED,
+                            "out of memory copying ServerStats");
+  }
+  return GEMMD_STATUS_OK;
+}
+
+void gemmd_server_stats_free(gemmd_server_stats_t *s) {
+  if (s == NULL) return;
+  free(s->version);
+  free(s->backend);
+  free(s->device);
+  free(s->gemm_kernel);
+  for (size_t i = 0; i < s->n_requests_by_code; i++) {
+    free(s->requests_by_code[i].transport);
+    free(s->requests_by_code[i].code);
+  }
+  free(s->requests_by_code);
+  memset(s, 0, sizeof *s);
+}
