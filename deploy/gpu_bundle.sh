@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds what runs on the GPU machine and gathers it in .gpu/ (git-ignored), which the
+# device tool carries there: tests tagged `gpu`, GPU benchmarks, gemmd and gemmctl, and
+# every shared library they need that is not libc/libstdc++ or the CUDA driver
+# (cuBLASLt, 500+ MB, is taken from the GPU machine's own CUDA; see gpu_env.sh).
+#
+#   deploy/gpu_bundle.sh [extra bazel targets...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+targets=(
+  //kernels:gpu_quantize_test
+  //daemon:gemmd
+  //client:gemmctl
+)
+# More GPU tests and tools join this list as they are written.
+for t in $(bazel query 'attr(tags, "gpu", tests(//...))' 2>/dev/null); do
+  case " ${targets[*]} " in *" $t "*) ;; *) targets+=("$t") ;; esac
+done
+targets+=("$@")
+bazel build -c opt "${targets[@]}"
+rm -rf .gpu
+mkdir -p .gpu/bin .gpu/lib
+for t in "${targets[@]}"; do
+  path="bazel-bin/$(echo "${t#//}" | tr ':' '/')"
+  cp "$path" .gpu/bin/
+done
+# Shared libraries from Debian that the GPU machine (Ubuntu) may lack or have in other
+# versions: everything ldd names except the C runtime and CUDA's own.
+for bin in .gpu/bin/*; do
+  ldd "$bin" | awk '/=>/ {print $3}' | while read -r lib; do
+    case "$(basename "$lib")" in
+      libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|libstdc++.so*|libgcc_s.so*|ld-linux*) ;;
+      libcuda.so*|libcublas*|libcudart*|libnvidia*) ;;
+      *) cp -L -n "$lib" .gpu/lib/ ;;
+    esac
+  done
+done
+cp deploy/gpu_run.sh deploy/gpu_env.sh .gpu/
+du -sh .gpu
+ls .gpu/bin
