@@ -9,6 +9,7 @@
 #include "client/async_loop.h"
 #include "client/cq_pool.h"
 #include "client/gemmclient.h"
+#include "client/shm_client.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -20,7 +21,11 @@ struct gemmd_client_s {
   int64_t timeout_ms;
   gemmd_cq_pool_t cqs;
   gemmd_async_loop_t async;
+  gemmd_shm_client_t *shm; /* the shared-memory transport (NULL on gRPC) */
 };
+
+/* Refuses an operation the shared-memory transport does not carry. */
+int gemmd_client_not_over_shm(const char *what, gemmd_status_t *status);
 
 /* gemmd.v1.GemmService and grpc.health.v1.Health method paths. */
 #define GEMMD_METHOD_GEMM "/gemmd.v1.GemmService/Gemm"

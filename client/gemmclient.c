@@ -87,8 +87,7 @@ static int open_transport(gemmd_client_t *c, const gemmd_address_t *addr,
     case GEMMD_TRANSPORT_GRPC:
       return open_grpc(c, addr->target, o, status);
     case GEMMD_TRANSPORT_SHM:
-      return gemmd_status_set(status, GEMMD_STATUS_UNIMPLEMENTED,
-                              "shared-memory transport not built yet (unix:%s)", addr->target);
+      return gemmd_shm_connect(addr->target, o, &c->shm, status);
   }
   return gemmd_status_set(status, GEMMD_STATUS_INTERNAL, "unknown transport");
 }
@@ -125,6 +124,7 @@ int gemmd_client_open(const char *address, const gemmd_client_options_t *opts, g
 
 void gemmd_client_close(gemmd_client_t *c) {
   if (c == NULL) return;
+  gemmd_shm_close(c->shm);
   gemmd_async_loop_stop(&c->async);
   gemmd_cq_pool_destroy(&c->cqs);
   if (c->channel != NULL) grpc_channel_destroy(c->channel);
@@ -172,7 +172,7 @@ int gemmd_client_call_message(gemmd_client_t *c, const char *method, const Proto
 
 void gemmd_gemm_result_free(gemmd_gemm_result_t *r) {
   if (r == NULL) return;
-  free(r->data);
+  if (!r->data_borrowed) free(r->data);
   memset(r, 0, sizeof *r);
 }
 
@@ -183,8 +183,23 @@ static int decode_result(grpc_slice bytes, gemmd_gemm_result_t *result, gemmd_st
   return rc;
 }
 
+int gemmd_client_not_over_shm(const char *what, gemmd_status_t *status) {
+  return gemmd_status_set(status, GEMMD_STATUS_UNIMPLEMENTED,
+                          "%s is not carried over shared memory (GEMMs and weights are); use "
+                          "gemmd's gRPC address for it", what);
+}
+
+void *gemmd_client_shm_alloc(gemmd_client_t *c, size_t bytes) {
+  return c->shm ? gemmd_shm_alloc(c->shm, bytes) : NULL;
+}
+
+void gemmd_client_shm_free(gemmd_client_t *c, void *p) {
+  if (c->shm) gemmd_shm_free(c->shm, p);
+}
+
 int gemmd_client_gemm(gemmd_client_t *c, const gemmd_gemm_call_t *call, gemmd_gemm_result_t *result,
                       gemmd_status_t *status) {
+  if (c->shm) return gemmd_shm_gemm(c->shm, call, result, status);
   const uint64_t t0 = gemmd_client_now_ns();
   uint8_t *buf;
   size_t len;
@@ -229,6 +244,7 @@ int gemmd_client_gemm_async(gemmd_client_t *c, const gemmd_gemm_call_t *call,
   if (done == NULL) {
     return gemmd_status_set(status, GEMMD_STATUS_INVALID_ARGUMENT, "no done callback");
   }
+  if (c->shm) return gemmd_shm_gemm_async(c->shm, call, done, user, status);
   async_gemm_t *op = calloc(1, sizeof *op);
   uint8_t *buf;
   size_t len;
@@ -253,12 +269,19 @@ int gemmd_client_gemm_async(gemmd_client_t *c, const gemmd_gemm_call_t *call,
   return GEMMD_STATUS_OK;
 }
 
-void gemmd_client_drain(gemmd_client_t *c) { gemmd_async_loop_drain(&c->async); }
+void gemmd_client_drain(gemmd_client_t *c) {
+  if (c->shm) {
+    gemmd_shm_drain(c->shm);
+  } else {
+    gemmd_async_loop_drain(&c->async);
+  }
+}
 
 /* ---- weights, stats, health ------------------------------------------------------------ */
 
 int gemmd_client_unregister_weight(gemmd_client_t *c, uint64_t weight_id, const char *name,
                                    gemmd_status_t *status) {
+  if (c->shm) return gemmd_shm_unregister_weight(c->shm, weight_id, name, status);
   Gemmd__V1__UnregisterWeightRequest req = GEMMD__V1__UNREGISTER_WEIGHT_REQUEST__INIT;
   if (weight_id != 0) {
     req.weight_case = GEMMD__V1__UNREGISTER_WEIGHT_REQUEST__WEIGHT_WEIGHT_ID;
@@ -284,6 +307,7 @@ int gemmd_client_list_weights(gemmd_client_t *c, gemmd_weight_info_t **infos, si
   ProtobufCMessage *msg = NULL;
   *infos = NULL;
   *count = 0;
+  if (c->shm) return gemmd_client_not_over_shm("ListWeights", status);
   int rc = gemmd_client_call_message(c, GEMMD_METHOD_LIST_WEIGHTS, &req.base,
                                      &gemmd__v1__list_weights_response__descriptor, &msg, status);
   if (rc != 0) return rc;
@@ -306,6 +330,7 @@ int gemmd_client_get_stats(gemmd_client_t *c, gemmd_server_stats_t *stats, gemmd
   Gemmd__V1__GetStatsRequest req = GEMMD__V1__GET_STATS_REQUEST__INIT;
   ProtobufCMessage *msg = NULL;
   memset(stats, 0, sizeof *stats);
+  if (c->shm) return gemmd_client_not_over_shm("GetStats", status);
   int rc = gemmd_client_call_message(c, GEMMD_METHOD_GET_STATS, &req.base,
                                      &gemmd__v1__server_stats__descriptor, &msg, status);
   if (rc != 0) return rc;
@@ -331,6 +356,7 @@ int gemmd_client_health(gemmd_client_t *c, const char *service, int *serving,
   ProtobufCMessage *msg = NULL;
   req.service = (char *)(service != NULL ? service : "");
   *serving = 0;
+  if (c->shm) return gemmd_client_not_over_shm("the health check", status);
   const int rc =
       gemmd_client_call_message(c, GEMMD_METHOD_HEALTH_CHECK, &req.base,
                                 &grpc__health__v1__health_check_response__descriptor, &msg, status);

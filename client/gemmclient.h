@@ -81,6 +81,9 @@ typedef struct gemmd_gemm_call_s {
   gemmd_operand_t a;
   gemmd_dtype_t out_dtype; /* UNSPECIFIED means BF16 */
   int64_t timeout_ms;      /* overrides the client default when non-zero */
+  /* Shared memory only, optional: where D goes, inside the arena (gemmd_client_shm_alloc)
+   * with room for M·N elements. The result then points there instead of owning a copy. */
+  void *d_out;
 } gemmd_gemm_call_t;
 
 typedef struct gemmd_request_stats_s {
@@ -95,11 +98,17 @@ typedef struct gemmd_gemm_result_s {
   gemmd_dtype_t dtype;
   void *data; /* rows*cols elements of dtype, row-major; owned, see _result_free */
   size_t data_bytes;
+  int data_borrowed; /* data is the call's d_out, not owned */
   gemmd_request_stats_t stats;
   uint64_t client_ns; /* round trip measured by the client (serialize, call, parse) */
 } gemmd_gemm_result_t;
 
 void gemmd_gemm_result_free(gemmd_gemm_result_t *r);
+
+/* Shared memory only: memory inside the client's arena, 256-byte aligned, for operands
+ * and results that should not be copied (NULL on gRPC or when the arena is full). */
+void *gemmd_client_shm_alloc(gemmd_client_t *c, size_t bytes);
+void gemmd_client_shm_free(gemmd_client_t *c, void *p);
 
 /* Synchronous GEMM. */
 int gemmd_client_gemm(gemmd_client_t *c, const gemmd_gemm_call_t *call, gemmd_gemm_result_t *result,

@@ -67,8 +67,8 @@ expect 1 "^gemmctl: INVALID_ARGUMENT: .*6 bytes" --addr 127.0.0.1:1 weights add 
 expect 1 "^gemmctl: NOT_FOUND: .*nope" --addr 127.0.0.1:1 weights add w --file "$TEST_TMPDIR/nope" --shape 2x3 --dtype e4m3
 GEMMD_ADDR=127.0.0.1:1 expect 1 "$down" info
 expect 1 "$down" --addr 127.0.0.1:1 bench --duration 0.2 --warmup 0 --quiet --shape 1x128x128
-expect 1 "^gemmctl: UNIMPLEMENTED: shared-memory transport" --addr unix:///tmp/g.sock info
-expect 1 "^gemmctl: UNIMPLEMENTED: shared-memory transport" --addr unix:///tmp/g.sock bench --transport shm
+expect 1 "^gemmctl: UNAVAILABLE: cannot connect to /nonexistent/g.sock" --addr unix:///nonexistent/g.sock info
+expect 1 "^gemmctl: UNAVAILABLE: cannot connect to /nonexistent/g.sock" --addr unix:///nonexistent/g.sock bench --transport shm
 expect 1 "^gemmctl: NOT_FOUND: .*ca.pem" --tls-ca "$TEST_TMPDIR/ca.pem" --addr 127.0.0.1:1 info
 expect 1 "^gemmctl: INVALID_ARGUMENT: .*w.bin: no PEM certificate" --tls-ca "$TEST_TMPDIR/w.bin" --addr 127.0.0.1:1 info
 

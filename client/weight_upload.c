@@ -76,6 +76,7 @@ int gemmd_client_register_weight(gemmd_client_t *c, const char *name, const gemm
   }
   int rc = gemmd_wire_check_operand(w, "weight", status);
   if (rc != 0) return rc;
+  if (c->shm) return gemmd_shm_register_weight(c->shm, name, w, info, status);
   uint8_t *scratch = w->ld != w->cols ? malloc(GEMMD_CLIENT_CHUNK_BYTES) : NULL;
   grpc_completion_queue *cq = gemmd_cq_pool_get(&c->cqs);
   if ((w->ld != w->cols && scratch == NULL) || cq == NULL) {

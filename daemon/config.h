@@ -22,10 +22,17 @@ typedef struct gemmd_config_s {
   char tls_cert[1024];
   char tls_key[1024];
   char tls_client_ca[1024];
+  /* Shared memory. */
+  char shm_socket[1024];
+  uint64_t shm_arena_bytes;
+  char shm_allow_uids[256];
+  char shm_allow_gids[256];
+  int64_t shm_max_clients;
   /* Device. */
   char backend[16]; /* auto | cuda | cpu */
   int64_t device;
   int64_t cpu_threads;
+  int64_t cpu_inline_flops;
   /* Weights. */
   char weight_dir[1024];
   char preload[GEMMD_CONFIG_MAX_PRELOAD][1024];

@@ -43,8 +43,9 @@ struct gemmd_engine_s {
 };
 
 /* The CPU engine: batches run group by group through kernels/cpu_gemm.h on `threads`
- * threads (0: every online CPU). */
-int gemmd_engine_cpu_create(int threads, gemmd_engine_done_fn done, void *done_ctx,
-                            gemmd_engine_t **out);
+ * threads (0: every online CPU); batches of at most inline_flops run on the thread that
+ * submits them (done is then called before submit returns). */
+int gemmd_engine_cpu_create(int threads, double inline_flops, gemmd_engine_done_fn done,
+                            void *done_ctx, gemmd_engine_t **out);
 
 #endif /* GEMMD_DAEMON_ENGINE_H_ */

@@ -1,6 +1,8 @@
 /* The CPU engine: one worker thread takes batches in order and runs each group of the
  * parameter table through the fast FP32 path (kernels/cpu_gemm.h), which spreads one
- * GEMM over the configured threads. A batch's arenas are plain heap memory. */
+ * GEMM over the configured threads. A batch's arenas are plain heap memory. Batches of
+ * at most --cpu-inline-flops run on the submitting (loop) thread instead: for them the
+ * two thread hand-offs cost more than the arithmetic. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,7 @@ typedef struct {
 typedef struct {
   gemmd_engine_t base;
   int threads;
+  double inline_flops; /* smaller batches run on the caller's thread */
   pthread_t worker;
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -82,7 +85,12 @@ static void run_batch(cpu_engine_t *e, gemmd_batch_t *b) {
   }
   if (b->status == 0) {
     for (uint32_t i = 0; i < b->n_requests; i++) {
-      b->requests[i]->d = ar->d + b->requests[i]->d_offset;
+      gemmd_request_t *r = b->requests[i];
+      r->d = ar->d + r->d_offset;
+      if (r->d_dest != NULL) { /* straight into the client's arena, off the loop thread */
+        memcpy(r->d_dest, r->d, r->d_bytes);
+        r->d = r->d_dest;
+      }
     }
   }
   b->compute_ns = mono_ns() - t0;
@@ -108,6 +116,13 @@ static void *worker_main(void *arg) {
 
 static int cpu_submit(gemmd_engine_t *base, gemmd_batch_t *b) {
   cpu_engine_t *e = (cpu_engine_t *)base;
+  /* A tiny batch costs less than waking the worker and being woken back: run it here.
+   * With one slot the worker is idle whenever the loop may submit. */
+  if (b->flops <= e->inline_flops) {
+    run_batch(e, b);
+    e->base.done(e->base.done_ctx, b);
+    return GEMMD_OK;
+  }
   pthread_mutex_lock(&e->mu);
   if (e->count >= e->base.slots || e->stop) {
     pthread_mutex_unlock(&e->mu);
@@ -191,8 +206,8 @@ static void describe_cpu(char *out, size_t n) {
   snprintf(out, n, "%s, %ld CPUs", model, sysconf(_SC_NPROCESSORS_ONLN));
 }
 
-int gemmd_engine_cpu_create(int threads, gemmd_engine_done_fn done, void *done_ctx,
-                            gemmd_engine_t **out) {
+int gemmd_engine_cpu_create(int threads, double inline_flops, gemmd_engine_done_fn done,
+                            void *done_ctx, gemmd_engine_t **out) {
   cpu_engine_t *e = calloc(1, sizeof *e);
   if (e == NULL) return GEMMD_ENOMEM;
   e->base.ops = &cpu_ops;
@@ -203,6 +218,7 @@ int gemmd_engine_cpu_create(int threads, gemmd_engine_done_fn done, void *done_c
   describe_cpu(e->base.device, sizeof e->base.device);
   snprintf(e->base.kernel, sizeof e->base.kernel, "cpu_gemm %s", gemmd_cpu_gemm_kernel_name());
   e->threads = threads;
+  e->inline_flops = inline_flops;
   e->queue = calloc(e->base.slots, sizeof *e->queue);
   if (e->queue == NULL) {
     free(e);

@@ -59,6 +59,7 @@ struct gemmd_request_s {
   /* The answer. */
   int status;         /* gRPC code */
   char message[512];  /* for status != OK */
+  uint8_t *d_dest;    /* when set, the engine copies D here (a shared-memory arena) */
   const uint8_t *d;   /* m×n of out_dtype, valid during respond */
   size_t d_bytes;
   uint64_t batch_id, compute_ns;

@@ -12,6 +12,7 @@
 #include "daemon/log.h"
 #include "daemon/rpc_grpc.h"
 #include "daemon/safetensors.h"
+#include "daemon/shm_server.h"
 #include "daemon/stats.h"
 #include "daemon/version.h"
 #include "daemon/weight_store.h"
@@ -77,7 +78,12 @@ static void run_inbox(gemmd_server_t *srv) {
   }
 }
 
-static void on_wakeup(uv_async_t *h) { run_inbox(h->data); }
+static void on_wakeup(uv_async_t *h) {
+  gemmd_server_t *srv = h->data;
+  gemmd_server_hold_dispatch(srv);
+  run_inbox(srv);
+  gemmd_server_release_dispatch(srv);
+}
 
 /* ---- Answering ------------------------------------------------------------------------ */
 
@@ -213,7 +219,13 @@ void gemmd_server_submit(gemmd_server_t *srv, gemmd_request_t *r) {
   srv->inflight++;
   conn_add(srv, r->conn_id, +1);
   gemmd_batcher_push(&srv->batcher, r);
-  maybe_dispatch(srv);
+  if (srv->dispatch_held == 0) maybe_dispatch(srv);
+}
+
+void gemmd_server_hold_dispatch(gemmd_server_t *srv) { srv->dispatch_held++; }
+
+void gemmd_server_release_dispatch(gemmd_server_t *srv) {
+  if (--srv->dispatch_held == 0) maybe_dispatch(srv);
 }
 
 /* ---- Dispatch and completion ---------------------------------------------------------- */
@@ -511,6 +523,7 @@ static void on_tick(uv_timer_t *t) {
 }
 
 static void rpc_stopped(gemmd_server_t *srv, void *arg);
+static void shm_stopped(gemmd_server_t *srv);
 
 static void close_handle(uv_handle_t *h) {
   if (!uv_is_closing(h)) uv_close(h, NULL);
@@ -528,6 +541,14 @@ static void maybe_stop(gemmd_server_t *srv) {
     gemmd_http_stop(srv->http);
     srv->http = NULL;
   }
+  if (srv->shm != NULL) {
+    gemmd_shm_stop(srv->shm, shm_stopped);
+  } else {
+    shm_stopped(srv);
+  }
+}
+
+static void shm_stopped(gemmd_server_t *srv) {
   if (srv->rpc != NULL) {
     gemmd_rpc_shutdown(srv->rpc, rpc_stopped, NULL);
   } else {
@@ -684,7 +705,8 @@ static int create_engine(gemmd_server_t *srv) {
     gemmd_log(GEMMD_LOG_INFO, "backend chosen",
               "backend=cpu reason=\"this gemmd was built without the CUDA engine\"");
   }
-  return gemmd_engine_cpu_create((int)srv->cfg->cpu_threads, engine_done, srv, &srv->engine);
+  return gemmd_engine_cpu_create((int)srv->cfg->cpu_threads, (double)srv->cfg->cpu_inline_flops,
+                                 engine_done, srv, &srv->engine);
 }
 
 int gemmd_server_run(const gemmd_config_t *cfg) {
@@ -745,12 +767,19 @@ int gemmd_server_run(const gemmd_config_t *cfg) {
     srv->exit_code = 1;
     goto fail;
   }
+  if (cfg->shm_socket[0] != '\0' &&
+      gemmd_shm_start(srv, &srv->shm, err, sizeof err) != GEMMD_OK) {
+    gemmd_log(GEMMD_LOG_ERROR, "shm listener failed", "reason=\"%s\"", err);
+    srv->exit_code = 1;
+    goto fail;
+  }
   uv_signal_start(&srv->sigterm, on_signal, SIGTERM);
   uv_signal_start(&srv->sigint, on_signal, SIGINT);
   uv_timer_start(&srv->tick, on_tick, TICK_MS, TICK_MS);
   srv->ready = 1;
-  gemmd_log(GEMMD_LOG_INFO, "listening", "grpc_port=%d metrics_port=%d grpc=\"%s\" metrics=\"%s\"",
-            srv->grpc_port, srv->http_port, cfg->grpc_listen, cfg->metrics_listen);
+  gemmd_log(GEMMD_LOG_INFO, "listening",
+            "grpc_port=%d metrics_port=%d grpc=\"%s\" metrics=\"%s\" shm=\"%s\"", srv->grpc_port,
+            srv->http_port, cfg->grpc_listen, cfg->metrics_listen, cfg->shm_socket);
 
   uv_run(&srv->loop, UV_RUN_DEFAULT);
   goto done;

@@ -27,6 +27,7 @@
 
 typedef struct gemmd_server_s gemmd_server_t;
 typedef struct gemmd_rpc_s gemmd_rpc_t;
+typedef struct gemmd_shm_server_s gemmd_shm_server_t;
 
 /* Work handed to the loop thread. */
 typedef struct gemmd_post_s {
@@ -58,7 +59,8 @@ struct gemmd_server_s {
 
   gemmd_batcher_t batcher;
   gemmd_engine_t *engine;
-  unsigned engine_busy; /* batches on the engine */
+  unsigned engine_busy;   /* batches on the engine */
+  unsigned dispatch_held; /* > 0: a burst is being admitted; dispatch once it is in */
 
   gemmd_weights_t weights;
   unsigned weight_ops; /* registrations and removals still writing files */
@@ -68,6 +70,7 @@ struct gemmd_server_s {
   int http_port;
   gemmd_rpc_t *rpc;
   int grpc_port;
+  gemmd_shm_server_t *shm; /* NULL without --shm-socket */
 
   gemmd_map_t conns; /* conn_id -> admitted, unanswered requests (as uintptr_t) */
   uint64_t inflight; /* admitted, unanswered requests */
@@ -89,6 +92,11 @@ void gemmd_server_post(gemmd_server_t *srv, void (*fn)(gemmd_server_t *srv, void
 /* Admission of a decoded request (see request.h); it is answered exactly once through
  * req->respond, maybe before this returns. */
 void gemmd_server_submit(gemmd_server_t *srv, gemmd_request_t *req);
+
+/* Loop thread: while held, admitted requests only queue; release dispatches what queued,
+ * so that a burst (a drained ring, a run of posted requests) can share batches. */
+void gemmd_server_hold_dispatch(gemmd_server_t *srv);
+void gemmd_server_release_dispatch(gemmd_server_t *srv);
 
 /* Any thread: counts a GEMM request that a transport refused before it reached the
  * loop (bad message, failed validation), so gemmd_requests_total sees every answer. */

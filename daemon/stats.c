@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "daemon/pbjson.h"
+#include "daemon/shm_server.h"
 #include "daemon/version.h"
 
 void gemmd_stats_refresh_gauges(gemmd_server_t *srv) {
@@ -12,7 +13,7 @@ void gemmd_stats_refresh_gauges(gemmd_server_t *srv) {
   m->inflight = srv->inflight;
   m->weights = srv->weights.active;
   m->weight_bytes = srv->weights.bytes;
-  m->shm_clients = 0;
+  m->shm_clients = gemmd_shm_clients(srv->shm);
   m->device_memory_used = srv->engine ? srv->engine->ops->memory_used(srv->engine) : 0;
   m->up = 1;
 }

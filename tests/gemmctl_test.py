@@ -94,6 +94,50 @@ class Gemmctl(unittest.TestCase):
         names = [w["name"] for w in json.loads(gemmctl(self.d, "weights", "ls", "--json").stdout)]
         self.assertFalse([n for n in names if n.startswith("bench-")], names)
 
+    def test_shared_memory_transport(self):
+        """The same library calls over unix://: weights, checked GEMMs, bench."""
+        shm = "unix://" + self.d.shm_socket
+        n, k = 64, 256
+        pb = self.pb
+        b = H.make_matrix(pb, self.rng, n, k, H.DT_E4M3, H.SL_NONE)
+        data = os.path.join(self.tmp, "shm-w.bin")
+        with open(data, "wb") as f:
+            f.write(b.data)
+        gemmctl_at = lambda *a, **kw: gemmctl(self.d, *a, **kw)  # noqa: E731
+        p = subprocess.run([H.repo_path("client/gemmctl"), "--addr", shm, "weights", "add", "shm-w",
+                            "--file", data, "--shape", "%dx%d" % (n, k), "--dtype", "e4m3"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        names = [w["name"] for w in json.loads(gemmctl_at("weights", "ls", "--json").stdout)]
+        self.assertIn("shm-w", names)
+        for adt in ("e4m3", "bf16", "fp32"):
+            for out in ("bf16", "fp32"):
+                p = subprocess.run([H.repo_path("client/gemmctl"), "--addr", shm, "gemm", "--m", "5",
+                                    "--n", "129", "--k", "300", "--a-dtype", adt, "--out", out, "--check"],
+                                   capture_output=True, text=True, timeout=60)
+                self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        p = subprocess.run([H.repo_path("client/gemmctl"), "--addr", shm, "gemm", "--m", "3", "--k",
+                            str(k), "--weight", "shm-w"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("3x%d DTYPE_BF16" % n, p.stdout)
+        out = os.path.join(self.tmp, "shm-bench.json")
+        p = subprocess.run([H.repo_path("client/gemmctl"), "--addr", shm, "bench", "--transport", "shm",
+                            "--concurrency", "2", "--shape", "1x16x16", "--duration", "1", "--warmup",
+                            "0.2", "--json", out], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(out) as f:
+            row = json.load(f)[0]
+        self.assertGreater(row["requests"], 100)
+        self.assertEqual(row["errors"], 0)
+        p = subprocess.run([H.repo_path("client/gemmctl"), "--addr", shm, "weights", "rm", "shm-w"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        # What shared memory does not carry says so.
+        p = subprocess.run([H.repo_path("client/gemmctl"), "--addr", shm, "stats"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("UNIMPLEMENTED", p.stderr)
+
     def test_errors_are_one_line(self):
         p = gemmctl(self.d, "gemm", "--m", "1", "--k", "16", "--weight", "absent", check=False)
         self.assertEqual(p.returncode, 1)

@@ -144,7 +144,7 @@ class Correctness(unittest.TestCase):
         info = self.stub.RegisterWeight(iter([pb.RegisterWeightRequest(name="stack", weight=b)]))
         # A long request occupies the engine while the others queue behind it.
         big = H.make_matrix(pb, self.rng, 2048, k, H.DT_E4M3, H.SL_1X128)
-        reqs = [pb.GemmRequest(request_id=0, a=big, weight_id=info.weight_id)]
+        reqs = [pb.GemmRequest(request_id=0, a=big, weight_id=info.weight_id, out_dtype=pb.DTYPE_FP32)]
         small = []
         for i in range(1, 20):
             a = H.make_matrix(pb, self.rng, i, k, H.DT_E4M3, H.SL_1X128)

@@ -87,7 +87,10 @@ class Gemmd:
         self.binary = repo_path("daemon/gemmd")
         self.log_path = os.path.join(tmpdir(), "gemmd-%d-%d.log" % (os.getpid(), time.monotonic_ns()))
         self.log = open(self.log_path, "w+")
-        cmd = [self.binary, "--grpc-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"]
+        # Unix socket paths must stay under 108 bytes: not in Bazel's long TEST_TMPDIR.
+        self.shm_socket = "/tmp/gemmd-test-%d-%d.sock" % (os.getpid(), time.monotonic_ns() % 10**9)
+        cmd = [self.binary, "--grpc-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
+               "--shm-socket", self.shm_socket]
         cmd += list(args)
         full_env = dict(os.environ)
         full_env.update(env or {})

@@ -1,0 +1,824 @@
+/* Shared-memory transport, server side. See shm_server.h and docs/shm-protocol.md. */
+#include "daemon/shm_server.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "daemon/log.h"
+#include "daemon/validate.h"
+#include "gemmd/shm_v1.h"
+#include "kernels/errors.h"
+
+enum {
+  CODE_OK = 0,
+  CODE_INVALID_ARGUMENT = 3,
+  CODE_NOT_FOUND = 5,
+  CODE_PERMISSION_DENIED = 7,
+  CODE_RESOURCE_EXHAUSTED = 8,
+  CODE_UNAVAILABLE = 14,
+};
+
+enum { MIN_ENTRIES = 8, MAX_ENTRIES = 65536, DEFAULT_ENTRIES = 256, MAX_IDS = 64 };
+
+typedef enum { HANDSHAKE, ACTIVE, CLOSING } client_state_t;
+
+typedef struct shm_client_s shm_client_t;
+
+struct gemmd_shm_server_s {
+  gemmd_server_t *srv;
+  int listen_fd;
+  uv_poll_t listen_poll;
+  char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+  shm_client_t *clients;
+  unsigned n_clients, n_active;
+  uint32_t next_id;
+  uid_t uids[MAX_IDS];
+  gid_t gids[MAX_IDS];
+  int n_uids, n_gids;
+  int stopping, listen_closed;
+  void (*done)(gemmd_server_t *srv);
+};
+
+struct shm_client_s {
+  gemmd_shm_server_t *ss;
+  shm_client_t *next;
+  client_state_t state;
+  uint32_t id;
+  struct ucred peer;
+  int sock;
+  uv_poll_t sock_poll;
+  int sq_efd, cq_efd;
+  uv_poll_t sq_poll;
+  int open_handles; /* uv handles not yet closed */
+  int sq_poll_inited;
+  /* The arena and gemmd's private copy of its geometry: the header in the arena is the
+   * client's to scribble on, so gemmd never reads geometry back from it. */
+  uint8_t *arena;
+  size_t arena_bytes;
+  gemmd_shm_header_t *hdr;
+  uint32_t entries, sq_offset, cq_offset;
+  uint64_t data_offset, data_bytes;
+  uint32_t sq_head, cq_tail; /* gemmd's cursors */
+  uint32_t inflight, max_inflight;
+  int refs; /* the connection's own + one per operation in flight */
+  int draining_ring;
+};
+
+/* One entry taken from a client's ring and not yet answered. */
+typedef struct {
+  gemmd_request_t req; /* first: respond() gets this pointer */
+  shm_client_t *c;
+  uint32_t opcode;
+  uint64_t request_id;
+  uint64_t accepted_ns;
+  uint8_t *weight_copy; /* REGISTER_WEIGHT of FP8: the bytes copied out of the arena */
+} shm_op_t;
+
+static void client_unref(shm_client_t *c);
+static void drain_ring(shm_client_t *c);
+
+/* ---- Shared words in the arena --------------------------------------------------------- */
+
+static uint32_t load_acquire(const gemmd_shm_line_t *l) {
+  return __atomic_load_n(&l->value, __ATOMIC_ACQUIRE);
+}
+
+static void store_release(gemmd_shm_line_t *l, uint32_t v) {
+  __atomic_store_n(&l->value, v, __ATOMIC_RELEASE);
+}
+
+/* ---- Completions ---------------------------------------------------------------------- */
+
+/* A message cut to the completion's 64 bytes, always NUL-terminated. */
+static void copy_message(char *dst, size_t n, const char *src) {
+  const size_t len = strnlen(src, n - 1);
+  memcpy(dst, src, len);
+  dst[len] = '\0';
+}
+
+static void publish(shm_client_t *c, const gemmd_shm_cqe_t *cqe) {
+  if (c->state != ACTIVE) return; /* the client is gone: the answer goes nowhere */
+  uint8_t *slot = c->arena + c->cq_offset + (size_t)(c->cq_tail & (c->entries - 1)) * GEMMD_SHM_ENTRY_BYTES;
+  memcpy(slot, cqe, sizeof *cqe);
+  c->cq_tail++;
+  store_release(&c->hdr->cq_tail, c->cq_tail);
+  __atomic_fetch_add(&c->hdr->cq_seq.value, 1, __ATOMIC_RELEASE);
+  if (__atomic_load_n(&c->hdr->client_waiting.value, __ATOMIC_ACQUIRE) != 0) {
+    const uint64_t one = 1;
+    if (write(c->cq_efd, &one, sizeof one) < 0 && errno != EAGAIN) {
+      gemmd_log(GEMMD_LOG_WARN, "shm doorbell", "client=%u errno=%d", c->id, errno);
+    }
+    syscall(SYS_futex, &c->hdr->cq_seq.value, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+  }
+}
+
+static void publish_error(shm_client_t *c, const gemmd_shm_sqe_t *e, int code, const char *msg,
+                          uint64_t accepted_ns) {
+  gemmd_shm_cqe_t cqe;
+  memset(&cqe, 0, sizeof cqe);
+  cqe.request_id = e->request_id;
+  cqe.status = code;
+  cqe.opcode = e->opcode;
+  cqe.total_ns = gemmd_now_ns() - accepted_ns;
+  copy_message(cqe.message, sizeof cqe.message, msg);
+  publish(c, &cqe);
+  if (e->opcode == GEMMD_SHM_OP_GEMM) {
+    gemmd_server_count_refused(c->ss->srv, GEMMD_TRANSPORT_SHM, code, accepted_ns);
+  }
+}
+
+static void op_done(shm_op_t *op) {
+  shm_client_t *c = op->c;
+  gemmd_request_release(&op->req);
+  free(op->weight_copy);
+  free(op);
+  c->inflight--;
+  if (c->state == ACTIVE) drain_ring(c); /* entries held back by the in-flight limit */
+  client_unref(c);
+}
+
+/* Loop thread: a GEMM's answer (D is already in the arena: the engine wrote it there). */
+static void gemm_respond(gemmd_request_t *r) {
+  shm_op_t *op = (shm_op_t *)r;
+  gemmd_shm_cqe_t cqe;
+  memset(&cqe, 0, sizeof cqe);
+  cqe.request_id = op->request_id;
+  cqe.status = r->status;
+  cqe.opcode = GEMMD_SHM_OP_GEMM;
+  cqe.result = r->status == CODE_OK ? r->d_bytes : 0;
+  if (r->dispatched_ns != 0) {
+    cqe.queue_ns = r->dispatched_ns - r->accepted_ns;
+    cqe.compute_ns = r->compute_ns;
+    cqe.batch_requests = r->batch_requests;
+    cqe.batch_groups = r->batch_groups;
+    cqe.batch_id = r->batch_id;
+  }
+  cqe.total_ns = r->done_ns - r->accepted_ns;
+  if (r->status != CODE_OK) copy_message(cqe.message, sizeof cqe.message, r->message);
+  publish(op->c, &cqe);
+  op_done(op);
+}
+
+static void weight_op_done(void *ctx, int code, const char *message, const gemmd_weight_t *w) {
+  shm_op_t *op = ctx;
+  gemmd_shm_cqe_t cqe;
+  memset(&cqe, 0, sizeof cqe);
+  cqe.request_id = op->request_id;
+  cqe.status = code;
+  cqe.opcode = op->opcode;
+  cqe.result = (code == CODE_OK && w != NULL) ? w->id : 0;
+  cqe.total_ns = gemmd_now_ns() - op->accepted_ns;
+  if (code != CODE_OK) copy_message(cqe.message, sizeof cqe.message, message);
+  publish(op->c, &cqe);
+  op_done(op);
+}
+
+/* ---- Taking entries ----------------------------------------------------------------------- */
+
+/* [offset, offset + len) inside the data region, without overflow. */
+static int in_data(const shm_client_t *c, uint64_t offset, uint64_t len) {
+  return offset >= c->data_offset && len <= c->data_bytes &&
+         offset - c->data_offset <= c->data_bytes - len;
+}
+
+/* An operand described by an entry: validated shape and dtype, its bytes and scales in
+ * the data region. Fills *op. Returns a gRPC code with msg. */
+static int operand_in_arena(shm_client_t *c, const char *what, gemmd_operand_role_t role,
+                            uint32_t rows, uint32_t cols, int dtype, int layout, uint64_t off,
+                            uint64_t scales_off, gemmd_operand_t *op, char *msg, size_t n) {
+  const gemmd_limits_t *lim = &c->ss->srv->limits;
+  const size_t esz = gemmd_dtype_is_valid(dtype) ? gemmd_dtype_size((gemmd_dtype_t)dtype) : 0;
+  const uint64_t bytes = (uint64_t)rows * cols * esz;
+  const size_t ns = gemmd_scale_layout_is_valid(layout)
+                        ? gemmd_scale_count((gemmd_scale_layout_t)layout, rows, cols)
+                        : 0;
+  int code = gemmd_validate_matrix(what, role, rows, cols, dtype, layout, (size_t)bytes, ns, lim,
+                                   msg, n);
+  if (code) return code;
+  if (!in_data(c, off, bytes)) {
+    snprintf(msg, n, "%s: %" PRIu64 " bytes at offset %" PRIu64 " are outside the data region",
+             what, bytes, off);
+    return CODE_INVALID_ARGUMENT;
+  }
+  if (ns > 0 && scales_off % 4 != 0) {
+    snprintf(msg, n, "%s.scales offset %" PRIu64 " is not 4-byte aligned", what, scales_off);
+    return CODE_INVALID_ARGUMENT;
+  }
+  if (ns > 0 && !in_data(c, scales_off, 4 * (uint64_t)ns)) {
+    snprintf(msg, n, "%s.scales: %zu floats at %" PRIu64 " outside the data region", what, ns,
+             scales_off);
+    return CODE_INVALID_ARGUMENT;
+  }
+  *op = (gemmd_operand_t){rows, cols, cols, (gemmd_dtype_t)dtype, c->arena + off,
+                          (gemmd_scale_layout_t)layout,
+                          ns ? (const float *)(const void *)(c->arena + scales_off) : NULL};
+  return CODE_OK;
+}
+
+static int take_gemm(shm_client_t *c, const gemmd_shm_sqe_t *e, shm_op_t *op, char *msg, size_t n) {
+  gemmd_request_t *r = &op->req;
+  gemmd_operand_t a, b;
+  int code = operand_in_arena(c, "a", GEMMD_OPERAND_A, e->m, e->k, e->a_dtype, e->a_layout,
+                              e->a_offset, e->a_scales_offset, &a, msg, n);
+  if (code) return code;
+  code = gemmd_validate_out_dtype(e->out_dtype, &r->out_dtype, msg, n);
+  if (code) return code;
+  uint32_t n_cols;
+  if (e->b_source == GEMMD_SHM_B_WEIGHT) {
+    const gemmd_weight_t *w = gemmd_weights_find_id(&c->ss->srv->weights, e->weight_id);
+    if (w == NULL) {
+      snprintf(msg, n, "no weight with weight_id %" PRIu64 " is registered", e->weight_id);
+      return CODE_NOT_FOUND;
+    }
+    r->weight_id = e->weight_id;
+    n_cols = w->n;
+  } else if (e->b_source == GEMMD_SHM_B_INLINE) {
+    code = operand_in_arena(c, "b", GEMMD_OPERAND_B, e->n, e->k, e->b_dtype, e->b_layout,
+                            e->b_offset, e->b_scales_offset, &b, msg, n);
+    if (code) return code;
+    n_cols = e->n;
+  } else {
+    snprintf(msg, n, "B source %u is neither 0 (weight) nor 1 (inline)", e->b_source);
+    return CODE_INVALID_ARGUMENT;
+  }
+  const uint64_t d_bytes = (uint64_t)e->m * n_cols * gemmd_dtype_size(r->out_dtype);
+  if (e->d_capacity < d_bytes || !in_data(c, e->d_offset, d_bytes)) {
+    snprintf(msg, n, "D needs %" PRIu64 " bytes inside the data region at offset %" PRIu64
+             " (capacity given %" PRIu64 ")", d_bytes, e->d_offset, e->d_capacity);
+    return CODE_INVALID_ARGUMENT;
+  }
+  if (e->b_source == GEMMD_SHM_B_INLINE &&
+      gemmd_weight_from_operand(&b, NULL, NULL, &r->inline_b) != GEMMD_OK) {
+    snprintf(msg, n, "out of memory preparing b");
+    return CODE_RESOURCE_EXHAUSTED;
+  }
+  if (gemmd_request_prepare_a(r, &a) != GEMMD_OK) {
+    snprintf(msg, n, "out of memory preparing a");
+    return CODE_RESOURCE_EXHAUSTED;
+  }
+  r->request_id = e->request_id;
+  r->transport = GEMMD_TRANSPORT_SHM;
+  r->conn_id = (1ull << 63) | c->id;
+  r->accepted_ns = op->accepted_ns;
+  r->deadline_ns = e->timeout_us ? op->accepted_ns + (uint64_t)e->timeout_us * 1000u : 0;
+  r->d_dest = c->arena + e->d_offset;
+  r->respond = gemm_respond;
+  r->respond_ctx = op;
+  return CODE_OK;
+}
+
+static int take_register(shm_client_t *c, const gemmd_shm_sqe_t *e, shm_op_t *op,
+                         gemmd_weight_t **out, char *msg, size_t n) {
+  gemmd_operand_t w;
+  int code = operand_in_arena(c, "weight", GEMMD_OPERAND_B, e->m, e->k, e->a_dtype, e->a_layout,
+                              e->a_offset, e->a_scales_offset, &w, msg, n);
+  if (code) return code;
+  if (e->d_capacity == 0 || e->d_capacity > 255 || !in_data(c, e->d_offset, e->d_capacity)) {
+    snprintf(msg, n, "the weight name must be 1 to 255 bytes inside the data region");
+    return CODE_INVALID_ARGUMENT;
+  }
+  /* A registered weight outlives the client: FP8 bytes are copied out of the arena;
+   * other dtypes are quantized into memory of gemmd's own. */
+  const size_t esz = gemmd_dtype_size(w.dtype);
+  const size_t data_bytes = (size_t)w.rows * w.cols * esz;
+  const size_t ns = gemmd_scale_count(w.scale_layout, w.rows, w.cols);
+  if (gemmd_dtype_is_fp8(w.dtype)) {
+    op->weight_copy = malloc(data_bytes + sizeof(float) * ns + 1);
+    if (op->weight_copy == NULL) {
+      snprintf(msg, n, "out of memory for a %zu-byte weight", data_bytes);
+      return CODE_RESOURCE_EXHAUSTED;
+    }
+    memcpy(op->weight_copy, w.data, data_bytes);
+    if (ns) memcpy(op->weight_copy + data_bytes, w.scales, sizeof(float) * ns);
+    w.data = op->weight_copy;
+    w.scales = ns ? (const float *)(const void *)(op->weight_copy + data_bytes) : NULL;
+  }
+  int rc = gemmd_weight_from_operand(&w, op->weight_copy, op->weight_copy ? free : NULL, out);
+  op->weight_copy = NULL; /* the weight owns it now, or it was freed */
+  if (rc != GEMMD_OK) {
+    snprintf(msg, n, "cannot prepare the weight: %s", gemmd_strerror(rc));
+    return CODE_RESOURCE_EXHAUSTED;
+  }
+  (*out)->name = strndup((const char *)c->arena + e->d_offset, e->d_capacity);
+  if ((*out)->name == NULL || strlen((*out)->name) == 0) {
+    gemmd_weight_free(*out);
+    snprintf(msg, n, "the weight name must be 1 to 255 bytes with no NUL");
+    return CODE_INVALID_ARGUMENT;
+  }
+  return CODE_OK;
+}
+
+/* One entry, copied out of the ring. Answers it now (refused) or hands it on. */
+static void take_entry(shm_client_t *c, const gemmd_shm_sqe_t *e) {
+  gemmd_server_t *srv = c->ss->srv;
+  const uint64_t accepted = gemmd_now_ns();
+  char msg[512];
+  shm_op_t *op = calloc(1, sizeof *op);
+  if (op == NULL) {
+    publish_error(c, e, CODE_RESOURCE_EXHAUSTED, "out of memory", accepted);
+    return;
+  }
+  gemmd_request_init(&op->req);
+  op->c = c;
+  op->opcode = e->opcode;
+  op->request_id = e->request_id;
+  op->accepted_ns = accepted;
+  int code;
+  gemmd_weight_t *w = NULL;
+  switch (e->opcode) {
+    case GEMMD_SHM_OP_GEMM:
+      code = take_gemm(c, e, op, msg, sizeof msg);
+      break;
+    case GEMMD_SHM_OP_REGISTER_WEIGHT:
+      code = take_register(c, e, op, &w, msg, sizeof msg);
+      break;
+    case GEMMD_SHM_OP_UNREGISTER_WEIGHT:
+      code = e->weight_id != 0 ? CODE_OK : CODE_INVALID_ARGUMENT;
+      snprintf(msg, sizeof msg, "weight_id 0 names no weight");
+      break;
+    case GEMMD_SHM_OP_WEIGHT_INFO: {
+      const gemmd_weight_t *iw = NULL;
+      char name[256] = "";
+      if (e->weight_id != 0) {
+        iw = gemmd_weights_find_id(&srv->weights, e->weight_id);
+        snprintf(msg, sizeof msg, "no weight with weight_id %" PRIu64 " is registered", e->weight_id);
+      } else if (e->d_capacity >= 1 && e->d_capacity <= 255 && in_data(c, e->d_offset, e->d_capacity)) {
+        memcpy(name, c->arena + e->d_offset, e->d_capacity);
+        name[e->d_capacity] = '\0';
+        iw = gemmd_weights_find_name(&srv->weights, name);
+        snprintf(msg, sizeof msg, "no weight named '%.200s' is registered", name);
+      } else {
+        code = CODE_INVALID_ARGUMENT;
+        snprintf(msg, sizeof msg, "name the weight: an id, or a 1-255 byte name in the data region");
+        break;
+      }
+      if (iw == NULL) {
+        code = CODE_NOT_FOUND;
+        break;
+      }
+      gemmd_shm_cqe_t cqe;
+      memset(&cqe, 0, sizeof cqe);
+      cqe.request_id = e->request_id;
+      cqe.opcode = e->opcode;
+      cqe.result = (uint64_t)iw->n | (uint64_t)iw->k << 32;
+      cqe.batch_id = iw->id;
+      publish(c, &cqe);
+      free(op);
+      return;
+    }
+    default:
+      code = CODE_INVALID_ARGUMENT;
+      snprintf(msg, sizeof msg, "unknown opcode %u", e->opcode);
+      break;
+  }
+  if (code != CODE_OK) {
+    publish_error(c, e, code, msg, accepted);
+    gemmd_request_release(&op->req);
+    free(op->weight_copy);
+    free(op);
+    return;
+  }
+  c->inflight++;
+  c->refs++;
+  switch (e->opcode) {
+    case GEMMD_SHM_OP_GEMM:
+      gemmd_server_submit(srv, &op->req);
+      break;
+    case GEMMD_SHM_OP_REGISTER_WEIGHT:
+      gemmd_server_register_weight(srv, w, weight_op_done, op);
+      break;
+    default:
+      gemmd_server_unregister_weight(srv, e->weight_id, NULL, weight_op_done, op);
+      break;
+  }
+}
+
+static void close_client(shm_client_t *c, const char *why);
+
+/* Takes what the ring holds, up to the in-flight limit and the room left for answers. */
+static void drain_ring(shm_client_t *c) {
+  if (c->state != ACTIVE || c->draining_ring) return;
+  c->draining_ring = 1;
+  gemmd_server_t *srv = c->ss->srv;
+  gemmd_server_hold_dispatch(srv); /* the whole ring first, then batches */
+  for (;;) {
+    const uint32_t tail = load_acquire(&c->hdr->sq_tail);
+    const uint32_t cq_head = load_acquire(&c->hdr->cq_head);
+    if ((uint32_t)(tail - c->sq_head) > c->entries) {
+      close_client(c, "sq_tail moved past the ring");
+      break;
+    }
+    if ((uint32_t)(c->cq_tail - cq_head) > c->entries) {
+      close_client(c, "cq_head moved past cq_tail");
+      break;
+    }
+    if (tail == c->sq_head || c->inflight >= c->max_inflight ||
+        (uint32_t)(c->cq_tail - cq_head) + c->inflight >= c->entries) {
+      break;
+    }
+    gemmd_shm_sqe_t e;
+    memcpy(&e, c->arena + c->sq_offset + (size_t)(c->sq_head & (c->entries - 1)) * GEMMD_SHM_ENTRY_BYTES,
+           sizeof e);
+    c->sq_head++;
+    store_release(&c->hdr->sq_head, c->sq_head);
+    take_entry(c, &e);
+    if (c->state != ACTIVE) break;
+  }
+  c->draining_ring = 0;
+  gemmd_server_release_dispatch(srv);
+}
+
+static void on_doorbell(uv_poll_t *h, int status, int events) {
+  shm_client_t *c = h->data;
+  uint64_t v;
+  while (read(c->sq_efd, &v, sizeof v) > 0) {
+  }
+  drain_ring(c);
+}
+
+/* ---- Client lifetime ----------------------------------------------------------------------- */
+
+static void maybe_done(gemmd_shm_server_t *ss) {
+  if (ss->stopping && ss->listen_closed && ss->clients == NULL && ss->done != NULL) {
+    void (*done)(gemmd_server_t *) = ss->done;
+    gemmd_server_t *srv = ss->srv;
+    srv->shm = NULL;
+    free(ss);
+    done(srv);
+  }
+}
+
+static void on_client_handle_closed(uv_handle_t *h) {
+  shm_client_t *c = h->data;
+  if (--c->open_handles > 0) return;
+  gemmd_shm_server_t *ss = c->ss;
+  for (shm_client_t **p = &ss->clients; *p != NULL; p = &(*p)->next) {
+    if (*p == c) {
+      *p = c->next;
+      break;
+    }
+  }
+  ss->n_clients--;
+  if (c->sock >= 0) close(c->sock);
+  if (c->sq_efd >= 0) close(c->sq_efd);
+  if (c->cq_efd >= 0) close(c->cq_efd);
+  if (c->arena != NULL) munmap(c->arena, c->arena_bytes);
+  free(c);
+  maybe_done(ss);
+}
+
+static void client_unref(shm_client_t *c) {
+  if (--c->refs > 0) return;
+  c->open_handles = 1 + c->sq_poll_inited;
+  uv_close((uv_handle_t *)&c->sock_poll, on_client_handle_closed);
+  if (c->sq_poll_inited) uv_close((uv_handle_t *)&c->sq_poll, on_client_handle_closed);
+}
+
+static void close_client(shm_client_t *c, const char *why) {
+  if (c->state == CLOSING) return;
+  const int was_active = c->state == ACTIVE;
+  if (was_active) {
+    c->ss->n_active--;
+    gemmd_log(GEMMD_LOG_INFO, "shm client gone", "client=%u pid=%d uid=%u reason=\"%s\" in_flight=%u",
+              c->id, (int)c->peer.pid, (unsigned)c->peer.uid, why, c->inflight);
+    uv_poll_stop(&c->sq_poll);
+  }
+  c->state = CLOSING;
+  uv_poll_stop(&c->sock_poll);
+  client_unref(c); /* the connection's reference; in-flight operations hold theirs */
+}
+
+static void on_socket(uv_poll_t *h, int status, int events);
+
+static void refuse(shm_client_t *c, int code, const char *msg) {
+  gemmd_shm_welcome_t w;
+  memset(&w, 0, sizeof w);
+  memcpy(w.magic, GEMMD_SHM_MAGIC, 8);
+  w.version = GEMMD_SHM_VERSION;
+  w.status = code;
+  snprintf(w.message, sizeof w.message, "%s", msg);
+  if (send(c->sock, &w, sizeof w, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+    gemmd_log(GEMMD_LOG_DEBUG, "shm refusal not delivered", "errno=%d", errno);
+  }
+  gemmd_log(GEMMD_LOG_WARN, "shm client refused", "pid=%d uid=%u gid=%u code=%d reason=\"%s\"",
+            (int)c->peer.pid, (unsigned)c->peer.uid, (unsigned)c->peer.gid, code, msg);
+  close_client(c, msg);
+}
+
+static int allowed(const gemmd_shm_server_t *ss, const struct ucred *cr) {
+  if (cr->uid == 0 || cr->uid == getuid()) return 1;
+  for (int i = 0; i < ss->n_uids; i++) {
+    if (ss->uids[i] == cr->uid) return 1;
+  }
+  for (int i = 0; i < ss->n_gids; i++) {
+    if (ss->gids[i] == cr->gid) return 1;
+  }
+  return 0;
+}
+
+/* Makes the arena and doorbells; 0 or a gRPC code with msg. */
+static int make_arena(shm_client_t *c, uint64_t bytes, uint32_t entries, int *memfd, char *msg,
+                      size_t n) {
+  char name[32];
+  snprintf(name, sizeof name, "gemmd-shm-%u", c->id);
+  *memfd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (*memfd < 0 || ftruncate(*memfd, (off_t)bytes) != 0 ||
+      fcntl(*memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    snprintf(msg, n, "cannot make a %" PRIu64 "-byte arena: %s", bytes, strerror(errno));
+    return CODE_RESOURCE_EXHAUSTED;
+  }
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, *memfd, 0);
+  c->sq_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  c->cq_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (p == MAP_FAILED || c->sq_efd < 0 || c->cq_efd < 0) {
+    if (p != MAP_FAILED) munmap(p, bytes);
+    snprintf(msg, n, "cannot map the arena or make doorbells: %s", strerror(errno));
+    return CODE_RESOURCE_EXHAUSTED;
+  }
+  c->arena = p;
+  c->arena_bytes = bytes;
+  c->entries = entries;
+  c->sq_offset = GEMMD_SHM_HEADER_BYTES;
+  c->cq_offset = c->sq_offset + entries * GEMMD_SHM_ENTRY_BYTES;
+  c->data_offset = c->cq_offset + (uint64_t)entries * GEMMD_SHM_ENTRY_BYTES;
+  c->data_bytes = bytes - c->data_offset;
+  gemmd_shm_header_t *h = (gemmd_shm_header_t *)(void *)c->arena;
+  memcpy(h->magic, GEMMD_SHM_MAGIC, 8);
+  h->version = GEMMD_SHM_VERSION;
+  h->header_bytes = GEMMD_SHM_HEADER_BYTES;
+  h->arena_bytes = bytes;
+  h->sq_offset = c->sq_offset;
+  h->sq_entries = entries;
+  h->cq_offset = c->cq_offset;
+  h->cq_entries = entries;
+  h->data_offset = c->data_offset;
+  h->data_bytes = c->data_bytes;
+  h->client_id = c->id;
+  h->max_inflight = c->max_inflight;
+  h->server_idle.value = 1; /* v1: gemmd always waits on the doorbell */
+  c->hdr = h;
+  return CODE_OK;
+}
+
+static void handshake(shm_client_t *c) {
+  gemmd_shm_server_t *ss = c->ss;
+  const gemmd_config_t *cfg = ss->srv->cfg;
+  gemmd_shm_hello_t hello;
+  const ssize_t got = recv(c->sock, &hello, sizeof hello, MSG_DONTWAIT);
+  if (got < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  if (got <= 0) {
+    close_client(c, "closed before HELLO");
+    return;
+  }
+  char msg[224];
+  if ((size_t)got != sizeof hello || memcmp(hello.magic, GEMMD_SHM_MAGIC, 8) != 0) {
+    refuse(c, CODE_INVALID_ARGUMENT, "expected a 32-byte GEMMDSH1 HELLO (docs/shm-protocol.md)");
+    return;
+  }
+  if (hello.version != GEMMD_SHM_VERSION) {
+    snprintf(msg, sizeof msg, "protocol version %u is not served; this gemmd speaks version %u",
+             hello.version, GEMMD_SHM_VERSION);
+    refuse(c, CODE_INVALID_ARGUMENT, msg);
+    return;
+  }
+  if (!allowed(ss, &c->peer)) {
+    snprintf(msg, sizeof msg,
+             "uid %u gid %u is not allowed on this socket (gemmd runs as uid %u; see "
+             "--shm-allow-uids and --shm-allow-gids)",
+             (unsigned)c->peer.uid, (unsigned)c->peer.gid, (unsigned)getuid());
+    refuse(c, CODE_PERMISSION_DENIED, msg);
+    return;
+  }
+  if (ss->srv->draining) {
+    refuse(c, CODE_UNAVAILABLE, "gemmd is shutting down");
+    return;
+  }
+  if (ss->n_active >= (unsigned)cfg->shm_max_clients) {
+    snprintf(msg, sizeof msg, "%u clients are connected already (--shm-max-clients)", ss->n_active);
+    refuse(c, CODE_RESOURCE_EXHAUSTED, msg);
+    return;
+  }
+  const uint64_t bytes = hello.arena_bytes ? hello.arena_bytes : cfg->shm_arena_bytes;
+  const uint32_t entries = hello.sq_entries ? hello.sq_entries : DEFAULT_ENTRIES;
+  if (entries < MIN_ENTRIES || entries > MAX_ENTRIES || (entries & (entries - 1)) != 0) {
+    snprintf(msg, sizeof msg, "ring entries %u must be a power of two from %d to %d", entries,
+             MIN_ENTRIES, MAX_ENTRIES);
+    refuse(c, CODE_INVALID_ARGUMENT, msg);
+    return;
+  }
+  const uint64_t min_bytes = GEMMD_SHM_HEADER_BYTES + 2ull * entries * GEMMD_SHM_ENTRY_BYTES + 4096;
+  if (bytes < min_bytes || bytes > (1ull << 36) || bytes % 4096 != 0) {
+    snprintf(msg, sizeof msg, "arena of %" PRIu64 " bytes: it must be a multiple of 4096 from %" PRIu64
+             " to 64 GiB", bytes, min_bytes);
+    refuse(c, CODE_INVALID_ARGUMENT, msg);
+    return;
+  }
+  c->max_inflight = entries < (uint32_t)cfg->max_inflight_per_client
+                        ? entries
+                        : (uint32_t)cfg->max_inflight_per_client;
+  int memfd = -1;
+  const int code = make_arena(c, bytes, entries, &memfd, msg, sizeof msg);
+  if (code != CODE_OK) {
+    if (memfd >= 0) close(memfd);
+    refuse(c, code, msg);
+    return;
+  }
+  gemmd_shm_welcome_t w;
+  memset(&w, 0, sizeof w);
+  memcpy(w.magic, GEMMD_SHM_MAGIC, 8);
+  w.version = GEMMD_SHM_VERSION;
+  w.arena_bytes = bytes;
+  w.client_id = c->id;
+  w.max_inflight = c->max_inflight;
+  const int fds[3] = {memfd, c->sq_efd, c->cq_efd};
+  union {
+    char buf[CMSG_SPACE(sizeof fds)];
+    struct cmsghdr align;
+  } ctl;
+  struct iovec iov = {&w, sizeof w};
+  struct msghdr mh = {0};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = ctl.buf;
+  mh.msg_controllen = sizeof ctl.buf;
+  struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(sizeof fds);
+  memcpy(CMSG_DATA(cm), fds, sizeof fds);
+  const ssize_t sent = sendmsg(c->sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+  close(memfd); /* the mapping and the client's copy keep the arena */
+  if (sent != (ssize_t)sizeof w) {
+    close_client(c, "WELCOME could not be sent");
+    return;
+  }
+  c->state = ACTIVE;
+  ss->n_active++;
+  uv_poll_init(&ss->srv->loop, &c->sq_poll, c->sq_efd);
+  c->sq_poll_inited = 1;
+  c->sq_poll.data = c;
+  uv_poll_start(&c->sq_poll, UV_READABLE, on_doorbell);
+  gemmd_log(GEMMD_LOG_INFO, "shm client", "client=%u pid=%d uid=%u arena_bytes=%" PRIu64
+            " entries=%u max_inflight=%u", c->id, (int)c->peer.pid, (unsigned)c->peer.uid, bytes,
+            entries, c->max_inflight);
+}
+
+static void on_socket(uv_poll_t *h, int status, int events) {
+  shm_client_t *c = h->data;
+  if (c->state == HANDSHAKE) {
+    handshake(c);
+    return;
+  }
+  /* After the handshake the socket only says whether the client is still there. */
+  char buf[256];
+  const ssize_t got = recv(c->sock, buf, sizeof buf, MSG_DONTWAIT);
+  if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR) || status < 0) {
+    close_client(c, got == 0 ? "socket closed" : "socket error");
+  }
+}
+
+static void on_listen(uv_poll_t *h, int status, int events) {
+  gemmd_shm_server_t *ss = h->data;
+  for (;;) {
+    const int fd = accept4(ss->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return; /* EAGAIN, or a client that gave up */
+    shm_client_t *c = calloc(1, sizeof *c);
+    if (c == NULL) {
+      close(fd);
+      continue;
+    }
+    c->ss = ss;
+    c->sock = fd;
+    c->sq_efd = c->cq_efd = -1;
+    c->id = ++ss->next_id;
+    c->refs = 1;
+    c->state = HANDSHAKE;
+    socklen_t len = sizeof c->peer;
+    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->peer, &len);
+    c->next = ss->clients;
+    ss->clients = c;
+    ss->n_clients++;
+    uv_poll_init(&ss->srv->loop, &c->sock_poll, fd);
+    c->sock_poll.data = c;
+    if (ss->stopping) {
+      close_client(c, "gemmd is shutting down");
+      continue;
+    }
+    uv_poll_start(&c->sock_poll, UV_READABLE | UV_DISCONNECT, on_socket);
+  }
+}
+
+/* ---- Start and stop ------------------------------------------------------------------------ */
+
+static int parse_ids(const char *list, unsigned *out, int *n, const char *what, char *err,
+                     size_t errlen) {
+  *n = 0;
+  const char *p = list;
+  while (*p) {
+    char *end;
+    const unsigned long v = strtoul(p, &end, 10);
+    if (end == p || v > UINT32_MAX || *n >= MAX_IDS || (*end != ',' && *end != '\0')) {
+      snprintf(err, errlen, "--%s: '%s' is not a comma-separated list of up to %d ids", what, list,
+               MAX_IDS);
+      return GEMMD_EINVAL;
+    }
+    out[(*n)++] = (unsigned)v;
+    p = *end == ',' ? end + 1 : end;
+  }
+  return GEMMD_OK;
+}
+
+static void mkdir_parent(const char *path) {
+  char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash == NULL || slash == dir) return;
+  *slash = '\0';
+  mkdir(dir, 0755);
+}
+
+int gemmd_shm_start(gemmd_server_t *srv, gemmd_shm_server_t **out, char *err, size_t errlen) {
+  const gemmd_config_t *cfg = srv->cfg;
+  gemmd_shm_server_t *ss = calloc(1, sizeof *ss);
+  if (ss == NULL) {
+    snprintf(err, errlen, "out of memory");
+    return GEMMD_ENOMEM;
+  }
+  ss->srv = srv;
+  ss->listen_fd = -1;
+  if (parse_ids(cfg->shm_allow_uids, (unsigned *)ss->uids, &ss->n_uids, "shm-allow-uids", err,
+                errlen) != GEMMD_OK ||
+      parse_ids(cfg->shm_allow_gids, (unsigned *)ss->gids, &ss->n_gids, "shm-allow-gids", err,
+                errlen) != GEMMD_OK) {
+    free(ss);
+    return GEMMD_EINVAL;
+  }
+  struct sockaddr_un addr = {.sun_family = AF_UNIX};
+  if (strlen(cfg->shm_socket) >= sizeof addr.sun_path) {
+    snprintf(err, errlen, "--shm-socket: path longer than %zu bytes", sizeof addr.sun_path - 1);
+    free(ss);
+    return GEMMD_EINVAL;
+  }
+  snprintf(addr.sun_path, sizeof addr.sun_path, "%s", cfg->shm_socket);
+  snprintf(ss->path, sizeof ss->path, "%s", cfg->shm_socket);
+  mkdir_parent(cfg->shm_socket);
+  ss->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  /* A socket file left by a gemmd that died is removed; a live one is not stolen. */
+  const int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (probe >= 0) {
+    if (connect(probe, (struct sockaddr *)&addr, sizeof addr) == 0) {
+      close(probe);
+      snprintf(err, errlen, "%s: another gemmd is listening there", cfg->shm_socket);
+      close(ss->listen_fd);
+      free(ss);
+      return GEMMD_EIO;
+    }
+    if (errno == ECONNREFUSED) unlink(cfg->shm_socket);
+    close(probe);
+  }
+  if (ss->listen_fd < 0 || bind(ss->listen_fd, (struct sockaddr *)&addr, sizeof addr) != 0 ||
+      chmod(cfg->shm_socket, 0666) != 0 || listen(ss->listen_fd, 64) != 0) {
+    snprintf(err, errlen, "cannot listen on %s: %s (use --shm-socket PATH, or --shm-socket '' "
+             "for no shared memory)", cfg->shm_socket, strerror(errno));
+    if (ss->listen_fd >= 0) close(ss->listen_fd);
+    free(ss);
+    return GEMMD_EIO;
+  }
+  uv_poll_init(&srv->loop, &ss->listen_poll, ss->listen_fd);
+  ss->listen_poll.data = ss;
+  uv_poll_start(&ss->listen_poll, UV_READABLE, on_listen);
+  *out = ss;
+  return GEMMD_OK;
+}
+
+static void on_listen_closed(uv_handle_t *h) {
+  gemmd_shm_server_t *ss = h->data;
+  close(ss->listen_fd);
+  unlink(ss->path);
+  ss->listen_closed = 1;
+  maybe_done(ss);
+}
+
+void gemmd_shm_stop(gemmd_shm_server_t *ss, void (*done)(gemmd_server_t *srv)) {
+  ss->stopping = 1;
+  ss->done = done;
+  uv_close((uv_handle_t *)&ss->listen_poll, on_listen_closed);
+  for (shm_client_t *c = ss->clients, *next; c != NULL; c = next) {
+    next = c->next;
+    close_client(c, "gemmd is shutting down");
+  }
+}
+
+unsigned gemmd_shm_clients(const gemmd_shm_server_t *ss) { return ss ? ss->n_active : 0; }
