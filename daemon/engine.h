@@ -24,6 +24,10 @@ typedef struct gemmd_engine_ops_s {
   int (*weight_load)(gemmd_engine_t *e, gemmd_weight_t *w);
   /* Drops the engine's copy; only called when no batch uses the weight. */
   void (*weight_unload)(gemmd_engine_t *e, gemmd_weight_t *w);
+  /* A shared-memory client's arena appeared / is going away: the CUDA engine registers
+   * it (cudaHostRegister) so that copies from and to it are single DMAs. May be NULL. */
+  int (*arena_register)(gemmd_engine_t *e, void *base, size_t bytes);
+  void (*arena_unregister)(gemmd_engine_t *e, void *base);
   /* Frees the engine's arenas of a finished batch, after the loop has answered it. */
   void (*batch_release)(gemmd_engine_t *e, gemmd_batch_t *batch);
   /* Device memory the engine holds, in bytes. */

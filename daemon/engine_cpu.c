@@ -182,7 +182,14 @@ static void cpu_close(gemmd_engine_t *base) {
 }
 
 static const gemmd_engine_ops_t cpu_ops = {
-    cpu_submit, cpu_weight_load, cpu_weight_unload, cpu_batch_release, cpu_memory_used, cpu_close,
+    .submit = cpu_submit,
+    .weight_load = cpu_weight_load,
+    .weight_unload = cpu_weight_unload,
+    .arena_register = NULL, /* host memory is the CPU engine's memory */
+    .arena_unregister = NULL,
+    .batch_release = cpu_batch_release,
+    .memory_used = cpu_memory_used,
+    .close = cpu_close,
 };
 
 /* "AMD EPYC, 2 CPUs" from /proc/cpuinfo. */

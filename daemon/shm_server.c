@@ -63,6 +63,7 @@ struct shm_client_s {
   uv_poll_t sq_poll;
   int open_handles; /* uv handles not yet closed */
   int sq_poll_inited;
+  int arena_registered; /* with the engine (cudaHostRegister on the CUDA engine) */
   /* The arena and gemmd's private copy of its geometry: the header in the arena is the
    * client's to scribble on, so gemmd never reads geometry back from it. */
   uint8_t *arena;
@@ -471,6 +472,10 @@ static void on_client_handle_closed(uv_handle_t *h) {
     }
   }
   ss->n_clients--;
+  gemmd_engine_t *eng = ss->srv->engine;
+  if (c->arena != NULL && c->arena_registered && eng->ops->arena_unregister != NULL) {
+    eng->ops->arena_unregister(eng, c->arena);
+  }
   if (c->sock >= 0) close(c->sock);
   if (c->sq_efd >= 0) close(c->sq_efd);
   if (c->cq_efd >= 0) close(c->cq_efd);
@@ -549,6 +554,14 @@ static int make_arena(shm_client_t *c, uint64_t bytes, uint32_t entries, int *me
   }
   c->arena = p;
   c->arena_bytes = bytes;
+  gemmd_engine_t *eng = c->ss->srv->engine;
+  if (eng->ops->arena_register != NULL) {
+    if (eng->ops->arena_register(eng, p, bytes) != GEMMD_OK) {
+      snprintf(msg, n, "the engine could not register a %" PRIu64 "-byte arena", bytes);
+      return CODE_RESOURCE_EXHAUSTED;
+    }
+    c->arena_registered = 1;
+  }
   c->entries = entries;
   c->sq_offset = GEMMD_SHM_HEADER_BYTES;
   c->cq_offset = c->sq_offset + entries * GEMMD_SHM_ENTRY_BYTES;
