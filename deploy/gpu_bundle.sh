@@ -11,6 +11,7 @@ targets=(
   //kernels:gpu_quantize_test
   //daemon:gemmd
   //client:gemmctl
+  //kernels:gemm_bench
 )
 # More GPU tests and tools join this list as they are written.
 for t in $(bazel query 'attr(tags, "gpu", tests(//...))' 2>/dev/null); do

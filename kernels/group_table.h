@@ -4,12 +4,16 @@
  * that uses the same weight, A dtype and output dtype. Rows are plain old data, the same
  * bytes on the host and on the device, so the CUDA engine uploads the table as is and
  * its persistent kernel reads shapes and offsets from it (a captured graph never needs
- * recapture). Offsets are into the batch's three arenas:
- *   A arena:       FP8 bytes, each group's m×k block row-major;
+ * recapture). Offsets are into the batch's arenas:
+ *   A arena:       FP8 bytes, each group's m rows with row stride lda (≥ k, zero padded);
  *   A-scale arena: FP32, each group's m × ceil(k/128) block (the 1×128 layout);
  *   D arena:       output bytes, each group's m×n block row-major in out_dtype.
- * B is a registered weight (or a request's inline B): FP8, n×k row-major, with its own
- * scale layout (NONE, TENSOR, ROW or BLOCK_128X128), addressed directly.
+ * B is a registered weight (or a request's inline B): FP8, n rows with row stride ldb
+ * (≥ k, zero padded), its own scale layout (NONE, TENSOR, ROW or BLOCK_128X128),
+ * addressed directly.
+ *
+ * On the device a batch is one buffer: a gemmd_batch_header_t, then n_groups table rows,
+ * then n_quant_jobs quantization jobs, then the arenas at the offsets the header gives.
  */
 #ifndef GEMMD_KERNELS_GROUP_TABLE_H_
 #define GEMMD_KERNELS_GROUP_TABLE_H_
@@ -33,13 +37,45 @@ typedef struct gemmd_group_params_s {
   uint64_t d_offset;  /* bytes into the D arena */
   uint64_t b_data;    /* address of B (host or device, as the engine needs) */
   uint64_t b_scales;  /* address of B's scales (0 for NONE) */
-  uint64_t reserved;
+  uint32_t lda;       /* bytes between rows of A (≥ k) */
+  uint32_t ldb;       /* bytes between rows of B (≥ k) */
 } gemmd_group_params_t;
+
+/* A request whose A arrived as BF16/FP16/FP32: the GPU quantizes it to E4M3 with 1×128
+ * scales (SPEC §1) into its place in the A and A-scale arenas, before the GEMM. */
+typedef struct gemmd_quant_job_s {
+  uint64_t src_offset; /* bytes into the raw-A arena: rows × cols of src_dtype, dense */
+  uint64_t a_offset;   /* bytes into the A arena (row stride lda) */
+  uint64_t sa_offset;  /* floats into the A-scale arena */
+  uint32_t rows, cols;
+  uint32_t lda;
+  uint8_t src_dtype; /* GEMMD_DTYPE_BF16, _FP16 or _FP32 */
+  uint8_t reserved[3];
+  uint64_t reserved2;
+} gemmd_quant_job_t;
+
+/* The first 64 bytes of a batch on the device. */
+typedef struct gemmd_batch_header_s {
+  uint32_t n_groups;
+  uint32_t n_quant_jobs;
+  uint32_t total_tiles; /* filled by the kernel launcher's host side, for the scheduler */
+  uint32_t reserved0;
+  uint64_t a_arena;  /* byte offsets from the start of the batch buffer */
+  uint64_t sa_arena;
+  uint64_t raw_arena;
+  uint64_t b_arena;  /* inline B operands */
+  uint64_t d_arena;
+  uint64_t reserved1;
+} gemmd_batch_header_t;
 
 #ifdef __cplusplus
 static_assert(sizeof(gemmd_group_params_t) == 64, "one table row is 64 bytes");
+static_assert(sizeof(gemmd_quant_job_t) == 48, "one quantization job is 48 bytes");
+static_assert(sizeof(gemmd_batch_header_t) == 64, "the batch header is 64 bytes");
 #else
 _Static_assert(sizeof(gemmd_group_params_t) == 64, "one table row is 64 bytes");
+_Static_assert(sizeof(gemmd_quant_job_t) == 48, "one quantization job is 48 bytes");
+_Static_assert(sizeof(gemmd_batch_header_t) == 64, "the batch header is 64 bytes");
 #endif
 
 /* Floats of A-scales for an m×k group (1×128 layout). */

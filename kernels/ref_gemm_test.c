@@ -64,22 +64,6 @@ static void naive_gemm(const gemmd_operand_t *a, const gemmd_operand_t *b, doubl
   }
 }
 
-/* FP16 output overflows where |D| rounds past 65504: those elements must be ±Inf and are
- * left out of the error. Elements near the threshold, where FP32 accumulation may round
- * either way, are skipped. */
-static void fp16_overflow_mask(double *ref, const uint16_t *out, size_t n, const char *what) {
-  for (size_t i = 0; i < n; i++) {
-    const double r = fabs(ref[i]);
-    if (r < 65519.0 * 0.999) continue;
-    if (r > 65520.0 * 1.001) {
-      const float o = gemmd_fp16_to_f32(out[i]);
-      TEST_CHECK(isinf(o) && (o > 0) == (ref[i] > 0), "%s: D[%zu]=%g must overflow, got %g",
-                 what, i, ref[i], o);
-    }
-    ref[i] = gemmd_fp16_to_f32(out[i]); /* excluded */
-  }
-}
-
 static double tolerance(gemmd_dtype_t out, uint32_t k) {
   switch (out) {
     case GEMMD_DTYPE_FP32:
@@ -131,7 +115,7 @@ static void check_case(test_rng_t *rng, uint32_t M, uint32_t N, uint32_t K, gemm
   TEST_CHECK(gemmd_cpu_gemm(&a.op, &b.op, out, d3, N, 3) == GEMMD_OK,
              "%s: cpu_gemm (3 threads) failed", what);
   TEST_CHECK(memcmp(d1, d3, mn * esz) == 0, "%s: 1 and 3 threads differ", what);
-  if (out == GEMMD_DTYPE_FP16) fp16_overflow_mask(naive, (const uint16_t *)d1, mn, what);
+  if (out == GEMMD_DTYPE_FP16) test_fp16_overflow_mask(naive, (const uint16_t *)d1, mn, what);
   const double err = gemmd_rel_frobenius_error(naive, d1, out, mn);
   TEST_CHECK(err <= tolerance(out, K), "%s: relative Frobenius error %.3g > %.3g", what, err,
              tolerance(out, K));

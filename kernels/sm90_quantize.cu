@@ -4,6 +4,7 @@
 #include <float.h>
 
 #include "kernels/errors.h"
+#include "kernels/gpu_gemm.h"
 #include "kernels/gpu_quantize.h"
 #include "kernels/quantize.h"
 
@@ -93,6 +94,46 @@ __global__ void __launch_bounds__(kTileThreads)
   if (threadIdx.x == 0) scales[static_cast<size_t>(br) * gridDim.x + bc] = scale;
 }
 
+// The batch's quantization jobs (group_table.h): blocks take jobs in turn; within a job
+// each warp takes (row, 128-column block) pieces, as quantize_1x128_kernel does.
+constexpr int kJobThreads = 256;
+__global__ void __launch_bounds__(kJobThreads) quantize_jobs_kernel(uint8_t *batch) {
+  const auto *hdr = reinterpret_cast<const gemmd_batch_header_t *>(batch);
+  const auto *jobs = reinterpret_cast<const gemmd_quant_job_t *>(
+      batch + sizeof(gemmd_batch_header_t) + (size_t)hdr->n_groups * sizeof(gemmd_group_params_t));
+  const uint8_t *raw = batch + hdr->raw_arena;
+  uint8_t *a = batch + hdr->a_arena;
+  float *sa = reinterpret_cast<float *>(batch + hdr->sa_arena);
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  constexpr int kWarps = kJobThreads / kWarp;
+  constexpr int kPerLane = kBlock / kWarp;
+  for (uint32_t j = blockIdx.x; j < hdr->n_quant_jobs; j += gridDim.x) {
+    const gemmd_quant_job_t job = jobs[j];
+    const uint32_t nbc = (job.cols + kBlock - 1) / kBlock;
+    const void *src = raw + job.src_offset;
+    const gemmd_dtype_t st = static_cast<gemmd_dtype_t>(job.src_dtype);
+    for (uint64_t p = warp; p < (uint64_t)job.rows * nbc; p += kWarps) {
+      const uint32_t r = static_cast<uint32_t>(p / nbc), bc = static_cast<uint32_t>(p % nbc);
+      float v[kPerLane];
+      float amax = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kPerLane; i++) {
+        const uint32_t c = bc * kBlock + i * kWarp + lane;
+        v[i] = c < job.cols ? load_value(src, st, static_cast<size_t>(r) * job.cols + c) : 0.0f;
+        amax = fmaxf(amax, finite_abs(v[i]));
+      }
+      const float scale = gemmd_quantize_scale(GEMMD_DTYPE_FP8_E4M3, warp_max(amax));
+      uint8_t *dst = a + job.a_offset + static_cast<size_t>(r) * job.lda;
+#pragma unroll
+      for (int i = 0; i < kPerLane; i++) {
+        const uint32_t c = bc * kBlock + i * kWarp + lane;
+        if (c < job.cols) dst[c] = gemmd_quantize_value(GEMMD_DTYPE_FP8_E4M3, v[i] / scale);
+      }
+      if (lane == 0) sa[job.sa_offset + static_cast<size_t>(r) * nbc + bc] = scale;
+    }
+  }
+}
+
 bool args_ok(const void *src, gemmd_dtype_t src_dtype, size_t src_ld, uint32_t cols,
              gemmd_dtype_t fp8, const uint8_t *dst, size_t dst_ld, const float *scales) {
   const bool real = src_dtype == GEMMD_DTYPE_BF16 || src_dtype == GEMMD_DTYPE_FP16 ||
@@ -115,6 +156,14 @@ extern "C" int gemmd_gpu_quantize_1x128(const void *src, gemmd_dtype_t src_dtype
   if (blocks > 0x7FFFFFFFull) return GEMMD_EINVAL;
   quantize_1x128_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
       src, src_dtype, src_ld, rows, cols, fp8, dst, dst_ld, scales);
+  return cudaGetLastError() == cudaSuccess ? GEMMD_OK : GEMMD_EDEVICE;
+}
+
+extern "C" int gemmd_gpu_quantize_jobs(const void *batch, cudaStream_t stream) {
+  if (batch == nullptr) return GEMMD_EINVAL;
+  // A fixed grid (graph-safe): jobs beyond it are taken in turn by the same blocks.
+  quantize_jobs_kernel<<<264, kJobThreads, 0, stream>>>(
+      static_cast<uint8_t *>(const_cast<void *>(batch)));
   return cudaGetLastError() == cudaSuccess ? GEMMD_OK : GEMMD_EDEVICE;
 }
 

@@ -94,3 +94,16 @@ void test_matrix_free(test_matrix_t *t) {
   free(t->scales);
   memset(t, 0, sizeof *t);
 }
+
+void test_fp16_overflow_mask(double *ref, const uint16_t *out, size_t n, const char *what) {
+  for (size_t i = 0; i < n; i++) {
+    const double r = fabs(ref[i]);
+    if (r < 65519.0 * 0.999) continue;
+    if (r > 65520.0 * 1.001) {
+      const float o = gemmd_fp16_to_f32(out[i]);
+      TEST_CHECK(isinf(o) && (o > 0) == (ref[i] > 0), "%s: D[%zu]=%g must overflow, got %g",
+                 what, i, ref[i], o);
+    }
+    ref[i] = gemmd_fp16_to_f32(out[i]); /* excluded */
+  }
+}

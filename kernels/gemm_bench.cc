@@ -1,0 +1,342 @@
+// The kernel benchmark (issue 6): gemmd's grouped FP8 GEMM against cuBLASLt, side by side
+// in one run, on the cases of the issue. Each case: fresh random FP8 inputs (E4M3, A with
+// 1×128 scales, B with 128×128 scales, BF16 out), a check of sampled rows against the FP64
+// reference for both, then timing with an L2 flush before every run (CUDA events, median).
+//
+//   gemm_bench [--kernel simple] [--reps N] [--only SUBSTRING] [--csv FILE]
+//
+// Prints µs, TFLOPS, GB/s (A + B + scales + D, each once) and ours/cuBLASLt speed ratio.
+// cuBLASLt runs each group as its own call; a batch of groups is captured once as a CUDA
+// graph and replayed, the fastest way to issue many of them.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/cublaslt_gemm.h"
+#include "kernels/errors.h"
+#include "kernels/gpu_gemm.h"
+#include "kernels/ref_gemm.h"
+#include "kernels/testutil.h"
+
+namespace {
+
+#define CUDA_OK(x)                                                                         \
+  do {                                                                                     \
+    cudaError_t e_ = (x);                                                                  \
+    if (e_ != cudaSuccess) {                                                               \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                        \
+    }                                                                                      \
+  } while (0)
+
+template <typename T>
+T *dev_alloc(size_t n) {
+  void *p = nullptr;
+  CUDA_OK(cudaMalloc(&p, n * sizeof(T) + 16));
+  return static_cast<T *>(p);
+}
+
+uint64_t align256(uint64_t x) { return (x + 255) & ~uint64_t(255); }
+
+struct Shape {
+  uint32_t m, n, k;
+};
+
+struct Case {
+  std::string name;
+  std::vector<Shape> groups;
+  bool share_weight;  // every group uses the first group's weight (stacked rows)
+};
+
+// Random FP8 E4M3 codes (no NaN) and positive scales near 2^-4..2^4.
+void random_fp8(test_rng_t *rng, std::vector<uint8_t> &v, size_t n) {
+  v.resize(n);
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t r = test_rand(rng);
+    for (size_t j = 0; j < 8 && i + j < n; j++, r >>= 8) {
+      uint8_t c = static_cast<uint8_t>(r);
+      if ((c & 0x7F) == 0x7F) c ^= 0x01;
+      v[i + j] = c;
+    }
+  }
+}
+
+void random_scales(test_rng_t *rng, std::vector<float> &v, size_t n) {
+  v.resize(n);
+  for (size_t i = 0; i < n; i++) v[i] = static_cast<float>(std::ldexp(0.5 + test_uniform(rng), -6));
+}
+
+struct Weight {
+  uint32_t n, k;
+  std::vector<uint8_t> host;
+  std::vector<float> scales;
+  uint8_t *dev = nullptr;
+  float *dev_scales = nullptr;
+  float *dev_scales_lt = nullptr;  // cuBLASLt layout
+};
+
+struct Timing {
+  double us = 0, err_max = 0;
+  bool ok = true;
+};
+
+float median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Bench {
+  cudaStream_t stream;
+  cudaEvent_t t0, t1;
+  uint8_t *flush = nullptr;
+  size_t flush_bytes = 256u << 20;
+  gemmd_cublaslt_t *lt = nullptr;
+  int reps = 20;
+
+  void flush_l2() { CUDA_OK(cudaMemsetAsync(flush, 0, flush_bytes, stream)); }
+
+  // Median µs of fn() over reps runs, each after an L2 flush.
+  template <typename F>
+  float time_us(F fn) {
+    fn();  // warm up
+    CUDA_OK(cudaStreamSynchronize(stream));
+    std::vector<float> ms;
+    for (int i = 0; i < reps; i++) {
+      flush_l2();
+      CUDA_OK(cudaEventRecord(t0, stream));
+      fn();
+      CUDA_OK(cudaEventRecord(t1, stream));
+      CUDA_OK(cudaEventSynchronize(t1));
+      float x;
+      CUDA_OK(cudaEventElapsedTime(&x, t0, t1));
+      ms.push_back(x);
+    }
+    return median(ms) * 1000.0f;
+  }
+};
+
+// FP64 check of a few rows of group g's D (BF16, dense m×n) against the inputs.
+double check_rows(const std::vector<uint8_t> &a, const std::vector<float> &sa, const Weight &w,
+                  uint32_t m, const std::vector<uint16_t> &d) {
+  const uint32_t rows[] = {0, m / 2, m - 1};
+  double worst = 0;
+  for (uint32_t r : rows) {
+    const gemmd_operand_t ar = {1, w.k, w.k, GEMMD_DTYPE_FP8_E4M3, a.data() + (size_t)r * w.k,
+                                GEMMD_SCALE_BLOCK_1X128, sa.data() + (size_t)r * ((w.k + 127) / 128)};
+    const gemmd_operand_t b = {w.n, w.k, w.k, GEMMD_DTYPE_FP8_E4M3, w.host.data(),
+                               GEMMD_SCALE_BLOCK_128X128, w.scales.data()};
+    std::vector<double> ref(w.n);
+    gemmd_ref_gemm_f64(&ar, &b, ref.data());
+    const double e = gemmd_rel_frobenius_error(ref.data(), d.data() + (size_t)r * w.n, GEMMD_DTYPE_BF16, w.n);
+    worst = std::max(worst, e);
+  }
+  return worst;
+}
+
+void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
+  const uint32_t ng = static_cast<uint32_t>(c.groups.size());
+  // Weights: one per group, or one shared.
+  std::vector<Weight> weights(c.share_weight ? 1 : ng);
+  for (uint32_t i = 0; i < weights.size(); i++) {
+    Weight &w = weights[i];
+    w.n = c.groups[i].n;
+    w.k = c.groups[i].k;
+    random_fp8(rng, w.host, (size_t)w.n * w.k);
+    random_scales(rng, w.scales, gemmd_scale_count(GEMMD_SCALE_BLOCK_128X128, w.n, w.k));
+    w.dev = dev_alloc<uint8_t>(w.host.size());
+    w.dev_scales = dev_alloc<float>(w.scales.size());
+    w.dev_scales_lt = dev_alloc<float>(gemmd_cublaslt_b_scale_count(w.n, w.k));
+    CUDA_OK(cudaMemcpy(w.dev, w.host.data(), w.host.size(), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(w.dev_scales, w.scales.data(), w.scales.size() * 4, cudaMemcpyHostToDevice));
+    gemmd_cublaslt_convert_b_scales(w.dev_scales, w.n, w.k, w.dev_scales_lt, B.stream);
+  }
+  // The batch buffer: header, table, A, SA, D.
+  std::vector<gemmd_group_params_t> table(ng);
+  std::vector<std::vector<uint8_t>> a(ng);
+  std::vector<std::vector<float>> sa(ng);
+  uint64_t a_bytes = 0, sa_count = 0, d_bytes = 0;
+  double flops = 0, bytes = 0;
+  for (uint32_t i = 0; i < ng; i++) {
+    const Shape &s = c.groups[i];
+    const Weight &w = weights[c.share_weight ? 0 : i];
+    random_fp8(rng, a[i], (size_t)s.m * s.k);
+    random_scales(rng, sa[i], gemmd_group_sa_count(s.m, s.k));
+    gemmd_group_params_t &p = table[i];
+    std::memset(&p, 0, sizeof p);
+    p.m = s.m, p.n = s.n, p.k = s.k;
+    p.a_dtype = p.b_dtype = GEMMD_DTYPE_FP8_E4M3;
+    p.b_layout = GEMMD_SCALE_BLOCK_128X128;
+    p.out_dtype = GEMMD_DTYPE_BF16;
+    p.lda = p.ldb = s.k;
+    p.a_offset = a_bytes;
+    p.sa_offset = sa_count;
+    p.d_offset = d_bytes;
+    p.b_data = reinterpret_cast<uint64_t>(w.dev);
+    p.b_scales = reinterpret_cast<uint64_t>(w.dev_scales);
+    a_bytes = align256(a_bytes + (uint64_t)s.m * s.k);
+    sa_count += gemmd_group_sa_count(s.m, s.k);
+    d_bytes = align256(d_bytes + (uint64_t)s.m * s.n * 2);
+    flops += 2.0 * s.m * s.n * s.k;
+    bytes += (double)s.m * s.k + 4.0 * gemmd_group_sa_count(s.m, s.k) + 2.0 * s.m * s.n;
+    if (!c.share_weight || i == 0) bytes += (double)s.n * s.k + 4.0 * w.scales.size();
+  }
+  gemmd_batch_header_t h;
+  std::memset(&h, 0, sizeof h);
+  h.n_groups = ng;
+  uint64_t off = align256(sizeof h + ng * sizeof(gemmd_group_params_t));
+  h.a_arena = off;
+  off = align256(off + a_bytes);
+  h.sa_arena = off;
+  off = align256(off + 4 * sa_count);
+  h.raw_arena = h.b_arena = off;
+  h.d_arena = off;
+  const uint64_t total = align256(off + d_bytes);
+  std::vector<uint8_t> host(total, 0);
+  std::memcpy(host.data(), &h, sizeof h);
+  std::memcpy(host.data() + sizeof h, table.data(), ng * sizeof(gemmd_group_params_t));
+  for (uint32_t i = 0; i < ng; i++) {
+    std::memcpy(&host[h.a_arena + table[i].a_offset], a[i].data(), a[i].size());
+    std::memcpy(&host[h.sa_arena + 4 * table[i].sa_offset], sa[i].data(), sa[i].size() * 4);
+  }
+  uint8_t *batch = dev_alloc<uint8_t>(total);
+  CUDA_OK(cudaMemcpy(batch, host.data(), total, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemset(batch + h.d_arena, 0xFF, d_bytes));
+
+  // Ours: correctness, then time.
+  Timing ours, lt;
+  TEST_CHECK(gemmd_gpu_gemm(GEMMD_GPU_KERNEL_SIMPLE, batch, B.stream) == GEMMD_OK, "launch");
+  CUDA_OK(cudaStreamSynchronize(B.stream));
+  for (uint32_t i : {0u, ng - 1}) {
+    std::vector<uint16_t> d((size_t)table[i].m * table[i].n);
+    CUDA_OK(cudaMemcpy(d.data(), batch + h.d_arena + table[i].d_offset, d.size() * 2, cudaMemcpyDeviceToHost));
+    ours.err_max = std::max(ours.err_max, check_rows(a[i], sa[i], weights[c.share_weight ? 0 : i], table[i].m, d));
+  }
+  ours.ok = ours.err_max <= 1e-2;
+  ours.us = B.time_us([&] { gemmd_gpu_gemm(GEMMD_GPU_KERNEL_SIMPLE, batch, B.stream); });
+
+  // cuBLASLt: each group its own call, on converted A scales; D in its own buffer.
+  std::vector<float *> sa_lt(ng);
+  uint16_t *d_lt = dev_alloc<uint16_t>(d_bytes / 2 + 1);
+  std::vector<gemmd_cublaslt_call_t> calls(ng);
+  for (uint32_t i = 0; i < ng; i++) {
+    const gemmd_group_params_t &p = table[i];
+    sa_lt[i] = dev_alloc<float>(gemmd_group_sa_count(p.m, p.k));
+    gemmd_cublaslt_convert_a_scales(reinterpret_cast<const float *>(batch + h.sa_arena) + p.sa_offset, p.m, p.k,
+                                    sa_lt[i], B.stream);
+    const Weight &w = weights[c.share_weight ? 0 : i];
+    calls[i] = gemmd_cublaslt_call_t{p.m, p.n, p.k, GEMMD_DTYPE_FP8_E4M3, GEMMD_DTYPE_FP8_E4M3,
+                                     GEMMD_DTYPE_BF16, GEMMD_SCALE_BLOCK_1X128, GEMMD_SCALE_BLOCK_128X128,
+                                     batch + h.a_arena + p.a_offset, p.lda, w.dev, p.ldb, sa_lt[i],
+                                     w.dev_scales_lt, reinterpret_cast<uint8_t *>(d_lt) + p.d_offset};
+  }
+  int lt_rc = GEMMD_OK;
+  for (uint32_t i = 0; i < ng && lt_rc == GEMMD_OK; i++) lt_rc = gemmd_cublaslt_gemm(B.lt, &calls[i], B.stream);
+  CUDA_OK(cudaStreamSynchronize(B.stream));
+  if (lt_rc == GEMMD_OK) {
+    for (uint32_t i : {0u, ng - 1}) {
+      std::vector<uint16_t> d((size_t)table[i].m * table[i].n);
+      CUDA_OK(cudaMemcpy(d.data(), reinterpret_cast<uint8_t *>(d_lt) + table[i].d_offset, d.size() * 2,
+                         cudaMemcpyDeviceToHost));
+      lt.err_max = std::max(lt.err_max, check_rows(a[i], sa[i], weights[c.share_weight ? 0 : i], table[i].m, d));
+    }
+    lt.ok = lt.err_max <= 1e-2;
+    if (ng == 1) {
+      lt.us = B.time_us([&] { gemmd_cublaslt_gemm(B.lt, &calls[0], B.stream); });
+    } else {
+      cudaGraph_t graph;
+      cudaGraphExec_t exec;
+      CUDA_OK(cudaStreamBeginCapture(B.stream, cudaStreamCaptureModeThreadLocal));
+      for (uint32_t i = 0; i < ng; i++) gemmd_cublaslt_gemm(B.lt, &calls[i], B.stream);
+      CUDA_OK(cudaStreamEndCapture(B.stream, &graph));
+      CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+      lt.us = B.time_us([&] { CUDA_OK(cudaGraphLaunch(exec, B.stream)); });
+      cudaGraphExecDestroy(exec);
+      cudaGraphDestroy(graph);
+    }
+  } else {
+    lt.ok = false;
+  }
+  const double tf_ours = flops / (ours.us * 1e-6) * 1e-12, tf_lt = lt.us > 0 ? flops / (lt.us * 1e-6) * 1e-12 : 0;
+  std::printf("%-34s %9.1f %8.1f %8.2f %6s | %9.1f %8.1f %8.2f %6s | %6.2fx\n", c.name.c_str(), ours.us, tf_ours,
+              bytes / (ours.us * 1e-6) * 1e-12, ours.ok ? "ok" : "FAIL", lt.us, tf_lt,
+              lt.us > 0 ? bytes / (lt.us * 1e-6) * 1e-12 : 0.0,
+              lt_rc != GEMMD_OK ? gemmd_strerror(lt_rc) : (lt.ok ? "ok" : "FAIL"),
+              lt.us > 0 ? lt.us / ours.us : 0.0);
+  std::fflush(stdout);
+  if (csv != nullptr) {
+    std::fprintf(csv, "%s,%.2f,%.1f,%.3f,%.3g,%.2f,%.1f,%.3f,%.3g,%.3f\n", c.name.c_str(), ours.us, tf_ours,
+                 bytes / (ours.us * 1e-6) * 1e-12, ours.err_max, lt.us, tf_lt,
+                 lt.us > 0 ? bytes / (lt.us * 1e-6) * 1e-12 : 0.0, lt.err_max, lt.us > 0 ? lt.us / ours.us : 0.0);
+  }
+  for (float *p : sa_lt) cudaFree(p);
+  cudaFree(d_lt);
+  cudaFree(batch);
+  for (Weight &w : weights) {
+    cudaFree(w.dev);
+    cudaFree(w.dev_scales);
+    cudaFree(w.dev_scales_lt);
+  }
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> v;
+  const Shape nk[] = {{0, 2112, 7168}, {0, 24576, 1536}, {0, 32768, 512},
+                      {0, 7168, 16384}, {0, 4096, 7168}, {0, 7168, 2048}};
+  for (uint32_t m : {1u, 8u, 16u, 64u, 128u, 4096u}) {
+    for (const Shape &s : nk) {
+      char name[64];
+      std::snprintf(name, sizeof name, "dense %ux%ux%u", m, s.n, s.k);
+      v.push_back({name, {{m, s.n, s.k}}, false});
+    }
+  }
+  v.push_back({"dense 8192x8192x8192", {{8192, 8192, 8192}}, false});
+  for (const Shape &w : {Shape{0, 4096, 7168}, Shape{0, 7168, 2048}}) {
+    for (auto gm : {std::make_pair(4u, 8192u), std::make_pair(8u, 4096u)}) {
+      char name[64];
+      std::snprintf(name, sizeof name, "stacked %ux%u %ux%u", gm.first, gm.second, w.n, w.k);
+      v.push_back({name, std::vector<Shape>(gm.first, Shape{gm.second, w.n, w.k}), false});
+    }
+  }
+  v.push_back({"decode 64x8 own 4096x4096", std::vector<Shape>(64, Shape{8, 4096, 4096}), false});
+  v.push_back({"decode 128x4 own 2048x2048", std::vector<Shape>(128, Shape{4, 2048, 2048}), false});
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  Bench B;
+  const char *only = nullptr, *csv_path = nullptr;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--reps")) B.reps = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--only")) only = argv[i + 1];
+    if (!std::strcmp(argv[i], "--csv")) csv_path = argv[i + 1];
+  }
+  test_rng_t rng = {test_seed("gemm_bench")};
+  cudaDeviceProp prop;
+  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("# %s, %d SMs, L2 %d MB; E4M3 A 1x128 x E4M3 B 128x128 -> BF16; median of %d, L2 flushed\n",
+              prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, B.reps);
+  CUDA_OK(cudaStreamCreate(&B.stream));
+  CUDA_OK(cudaEventCreate(&B.t0));
+  CUDA_OK(cudaEventCreate(&B.t1));
+  B.flush = dev_alloc<uint8_t>(B.flush_bytes);
+  TEST_CHECK(gemmd_cublaslt_create(64u << 20, &B.lt) == GEMMD_OK, "cublasLt");
+  FILE *csv = csv_path ? std::fopen(csv_path, "w") : nullptr;
+  if (csv) std::fprintf(csv, "case,us,tflops,tbps,err,lt_us,lt_tflops,lt_tbps,lt_err,speedup\n");
+  std::printf("%-34s %9s %8s %8s %6s | %9s %8s %8s %6s | %7s\n", "case", "us", "TFLOPS", "TB/s", "check",
+              "lt_us", "lt_TF", "lt_TB/s", "check", "vs lt");
+  for (const Case &c : cases()) {
+    if (only && c.name.find(only) == std::string::npos) continue;
+    run_case(B, &rng, c, csv);
+  }
+  if (csv) std::fclose(csv);
+  gemmd_cublaslt_destroy(B.lt);
+  return 0;
+}

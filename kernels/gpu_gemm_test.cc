@@ -1,0 +1,256 @@
+// The grouped GEMM on the GPU (gpu_gemm.h) against the FP64 reference, on fresh random
+// inputs: every A dtype (FP8 as is; BF16/FP16/FP32 quantized on the GPU by the batch's
+// jobs) × B dtype × B scale layout × output dtype, ragged M/N/K, batches of 1 to 256
+// groups of different weights, outputs poisoned first. Needs the H200 (tag gpu).
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "kernels/errors.h"
+#include "kernels/gpu_gemm.h"
+#include "kernels/quantize.h"
+#include "kernels/ref_gemm.h"
+#include "kernels/testutil.h"
+
+namespace {
+
+#define CUDA_OK(x)                                                                         \
+  do {                                                                                     \
+    cudaError_t e_ = (x);                                                                  \
+    if (e_ != cudaSuccess) {                                                               \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                        \
+    }                                                                                      \
+  } while (0)
+
+uint64_t align256(uint64_t x) { return (x + 255) & ~uint64_t(255); }
+
+struct Group {
+  uint32_t m, n, k;
+  gemmd_dtype_t a_src, a_fp8, b_dtype, out;
+  gemmd_scale_layout_t a_layout, b_layout;
+  test_matrix_t a_in;  // what the caller sent
+  test_matrix_t b;     // the weight (FP8) as the device holds it
+  std::vector<uint8_t> a_q;  // A as the GEMM reads it (FP8), for the reference
+  std::vector<float> a_s;    // its 1x128 scales
+};
+
+// One batch: builds the device buffer, runs quantization and the GEMM, checks every group.
+int run_batch(test_rng_t *rng, std::vector<Group> &gs, const char *what) {
+  const uint32_t ng = static_cast<uint32_t>(gs.size());
+  // Layout: header, table, jobs, then A, SA, raw, B, D arenas.
+  uint64_t a_bytes = 0, sa_count = 0, raw_bytes = 0, b_bytes = 0, d_bytes = 0;
+  std::vector<gemmd_group_params_t> table(ng);
+  std::vector<gemmd_quant_job_t> jobs;
+  std::vector<uint64_t> raw_off(ng), b_off(ng), bs_off(ng);
+  for (uint32_t i = 0; i < ng; i++) {
+    Group &g = gs[i];
+    gemmd_group_params_t &p = table[i];
+    std::memset(&p, 0, sizeof p);
+    p.m = g.m, p.n = g.n, p.k = g.k;
+    p.a_dtype = static_cast<uint8_t>(g.a_fp8);
+    p.b_dtype = static_cast<uint8_t>(g.b_dtype);
+    p.b_layout = static_cast<uint8_t>(g.b_layout);
+    p.out_dtype = static_cast<uint8_t>(g.out);
+    p.lda = (g.k + 15) / 16 * 16;
+    p.ldb = (g.k + 15) / 16 * 16;
+    p.a_offset = a_bytes;
+    p.sa_offset = sa_count;
+    p.d_offset = d_bytes;
+    a_bytes = align256(a_bytes + (uint64_t)g.m * p.lda);
+    sa_count += gemmd_group_sa_count(g.m, g.k);
+    d_bytes = align256(d_bytes + (uint64_t)g.m * g.n * gemmd_dtype_size(g.out));
+    if (!gemmd_dtype_is_fp8(g.a_src)) {
+      raw_off[i] = raw_bytes;
+      raw_bytes = align256(raw_bytes + (uint64_t)g.m * g.k * gemmd_dtype_size(g.a_src));
+      gemmd_quant_job_t j;
+      std::memset(&j, 0, sizeof j);
+      j.src_offset = raw_off[i];
+      j.a_offset = p.a_offset;
+      j.sa_offset = p.sa_offset;
+      j.rows = g.m;
+      j.cols = g.k;
+      j.lda = p.lda;
+      j.src_dtype = static_cast<uint8_t>(g.a_src);
+      jobs.push_back(j);
+    }
+    b_off[i] = b_bytes;
+    b_bytes = align256(b_bytes + (uint64_t)g.n * p.ldb);
+    bs_off[i] = b_bytes;
+    b_bytes = align256(b_bytes + 4 * gemmd_scale_count(g.b_layout, g.n, g.k) + 4);
+  }
+  gemmd_batch_header_t h;
+  std::memset(&h, 0, sizeof h);
+  h.n_groups = ng;
+  h.n_quant_jobs = static_cast<uint32_t>(jobs.size());
+  uint64_t off = align256(sizeof h + ng * sizeof(gemmd_group_params_t) + jobs.size() * sizeof(gemmd_quant_job_t));
+  h.a_arena = off;
+  off = align256(off + a_bytes);
+  h.sa_arena = off;
+  off = align256(off + 4 * sa_count);
+  h.raw_arena = off;
+  off = align256(off + raw_bytes);
+  h.b_arena = off;
+  off = align256(off + b_bytes);
+  h.d_arena = off;
+  const uint64_t total = align256(off + d_bytes);
+
+  std::vector<uint8_t> host(total, 0);
+  uint8_t *dev = nullptr;
+  CUDA_OK(cudaMalloc(reinterpret_cast<void **>(&dev), total));
+  for (uint32_t i = 0; i < ng; i++) {
+    Group &g = gs[i];
+    gemmd_group_params_t &p = table[i];
+    p.b_data = reinterpret_cast<uint64_t>(dev + h.b_arena + b_off[i]);
+    p.b_scales = reinterpret_cast<uint64_t>(dev + h.b_arena + bs_off[i]);
+    for (uint32_t r = 0; r < g.n; r++) {
+      std::memcpy(&host[h.b_arena + b_off[i] + (uint64_t)r * p.ldb],
+                  static_cast<uint8_t *>(g.b.data) + (uint64_t)r * g.k, g.k);
+    }
+    std::memcpy(&host[h.b_arena + bs_off[i]], g.b.scales, 4 * gemmd_scale_count(g.b_layout, g.n, g.k));
+    // A: the CPU quantizer gives the reference bits (the GPU's are checked equal elsewhere).
+    g.a_q.assign((size_t)g.m * g.k, 0);
+    g.a_s.assign(gemmd_group_sa_count(g.m, g.k) + 1, 0.0f);
+    if (gemmd_dtype_is_fp8(g.a_src)) {
+      gemmd_operand_t src = g.a_in.op;
+      // FP8 A with any layout: the daemon expands its scales to 1x128; do the same here.
+      std::memcpy(g.a_q.data(), g.a_in.data, g.a_q.size());
+      const uint32_t kb = (g.k + 127) / 128;
+      for (uint32_t r = 0; r < g.m; r++)
+        for (uint32_t b = 0; b < kb; b++) g.a_s[(size_t)r * kb + b] = gemmd_operand_scale(&src, r, b * 128);
+      for (uint32_t r = 0; r < g.m; r++) {
+        std::memcpy(&host[h.a_arena + p.a_offset + (uint64_t)r * p.lda], g.a_q.data() + (size_t)r * g.k, g.k);
+      }
+      std::memcpy(&host[h.sa_arena + 4 * p.sa_offset], g.a_s.data(), 4 * gemmd_group_sa_count(g.m, g.k));
+    } else {
+      gemmd_quantize(&g.a_in.op, GEMMD_DTYPE_FP8_E4M3, GEMMD_SCALE_BLOCK_1X128, g.a_q.data(), g.a_s.data());
+      std::memcpy(&host[h.raw_arena + raw_off[i]], g.a_in.data, (size_t)g.m * g.k * gemmd_dtype_size(g.a_src));
+    }
+  }
+  std::memcpy(host.data(), &h, sizeof h);
+  std::memcpy(host.data() + sizeof h, table.data(), ng * sizeof(gemmd_group_params_t));
+  if (!jobs.empty()) {
+    std::memcpy(host.data() + sizeof h + ng * sizeof(gemmd_group_params_t), jobs.data(),
+                jobs.size() * sizeof(gemmd_quant_job_t));
+  }
+  std::memset(host.data() + h.d_arena, 0xFF, d_bytes);  // poison: NaN in every output dtype
+  CUDA_OK(cudaMemcpy(dev, host.data(), total, cudaMemcpyHostToDevice));
+  TEST_CHECK(gemmd_gpu_quantize_jobs(dev, 0) == GEMMD_OK, "quantize launch");
+  TEST_CHECK(gemmd_gpu_gemm(GEMMD_GPU_KERNEL_SIMPLE, dev, 0) == GEMMD_OK, "gemm launch");
+  CUDA_OK(cudaDeviceSynchronize());
+  std::vector<uint8_t> back(total);
+  CUDA_OK(cudaMemcpy(back.data(), dev, total, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaFree(dev));
+
+  int bad = 0;
+  for (uint32_t i = 0; i < ng; i++) {
+    Group &g = gs[i];
+    const gemmd_group_params_t &p = table[i];
+    // GPU quantization must match the CPU's bits.
+    if (!gemmd_dtype_is_fp8(g.a_src)) {
+      for (uint32_t r = 0; r < g.m; r++) {
+        if (std::memcmp(&back[h.a_arena + p.a_offset + (uint64_t)r * p.lda], g.a_q.data() + (size_t)r * g.k, g.k)) {
+          std::fprintf(stderr, "%s group %u: GPU-quantized A row %u differs from the CPU's\n", what, i, r);
+          bad++;
+          break;
+        }
+      }
+    }
+    const gemmd_operand_t a = {g.m, g.k, g.k, g.a_fp8, g.a_q.data(), GEMMD_SCALE_BLOCK_1X128, g.a_s.data()};
+    std::vector<double> ref((size_t)g.m * g.n);
+    gemmd_ref_gemm_f64(&a, &g.b.op, ref.data());
+    if (g.out == GEMMD_DTYPE_FP16) {
+      test_fp16_overflow_mask(ref.data(),
+                              reinterpret_cast<const uint16_t *>(&back[h.d_arena + p.d_offset]),
+                              ref.size(), what);
+    }
+    const double err = gemmd_rel_frobenius_error(ref.data(), &back[h.d_arena + p.d_offset], g.out, ref.size());
+    const double tol = g.out == GEMMD_DTYPE_FP32 ? 1e-4 : 1e-2;
+    if (!(err <= tol)) {
+      std::fprintf(stderr, "%s group %u: %ux%ux%u A=%s(%s) B=%s/%s out=%s: error %.3g > %g\n", what, i,
+                   g.m, g.n, g.k, gemmd_dtype_name(g.a_src), gemmd_scale_layout_name(g.a_layout),
+                   gemmd_dtype_name(g.b_dtype), gemmd_scale_layout_name(g.b_layout),
+                   gemmd_dtype_name(g.out), err, tol);
+      bad++;
+    }
+  }
+  for (Group &g : gs) {
+    test_matrix_free(&g.a_in);
+    test_matrix_free(&g.b);
+  }
+  return bad;
+}
+
+Group make_group(test_rng_t *rng, uint32_t m, uint32_t n, uint32_t k, gemmd_dtype_t a_src,
+                 gemmd_scale_layout_t a_layout, gemmd_dtype_t b_dtype, gemmd_scale_layout_t b_layout,
+                 gemmd_dtype_t out) {
+  Group g;
+  g.m = m, g.n = n, g.k = k;
+  g.a_src = a_src;
+  g.a_fp8 = gemmd_dtype_is_fp8(a_src) ? a_src : GEMMD_DTYPE_FP8_E4M3;
+  g.a_layout = gemmd_dtype_is_fp8(a_src) ? a_layout : GEMMD_SCALE_NONE;
+  g.b_dtype = b_dtype;
+  g.b_layout = b_layout;
+  g.out = out;
+  test_matrix_random(&g.a_in, rng, m, k, a_src, g.a_layout, 1.0);
+  test_matrix_random(&g.b, rng, n, k, b_dtype, b_layout, 1.0);
+  return g;
+}
+
+}  // namespace
+
+int main() {
+  test_rng_t rng = {test_seed("gpu_gemm_test")};
+  int bad = 0, groups = 0;
+  const gemmd_dtype_t a_srcs[] = {GEMMD_DTYPE_FP8_E4M3, GEMMD_DTYPE_FP8_E5M2, GEMMD_DTYPE_BF16,
+                                  GEMMD_DTYPE_FP16, GEMMD_DTYPE_FP32};
+  const gemmd_scale_layout_t a_layouts[] = {GEMMD_SCALE_NONE, GEMMD_SCALE_TENSOR, GEMMD_SCALE_ROW,
+                                            GEMMD_SCALE_BLOCK_1X128};
+  const gemmd_dtype_t b_dtypes[] = {GEMMD_DTYPE_FP8_E4M3, GEMMD_DTYPE_FP8_E5M2};
+  const gemmd_scale_layout_t b_layouts[] = {GEMMD_SCALE_NONE, GEMMD_SCALE_TENSOR, GEMMD_SCALE_ROW,
+                                            GEMMD_SCALE_BLOCK_128X128};
+  const gemmd_dtype_t outs[] = {GEMMD_DTYPE_BF16, GEMMD_DTYPE_FP16, GEMMD_DTYPE_FP32};
+  const uint32_t shapes[][3] = {{1, 1, 1},     {7, 129, 1000}, {64, 64, 128}, {65, 130, 257},
+                                {200, 33, 16}, {3, 300, 4096}, {129, 257, 384}};
+  // Every combination, as one batch of many groups (each its own weight).
+  std::vector<Group> all;
+  int s = 0;
+  for (auto a : a_srcs)
+    for (auto al : a_layouts)
+      for (auto b : b_dtypes)
+        for (auto bl : b_layouts)
+          for (auto o : outs) {
+            if (!gemmd_dtype_is_fp8(a) && al != GEMMD_SCALE_NONE) continue;
+            const uint32_t *sh = shapes[s++ % 7];
+            all.push_back(make_group(&rng, sh[0], sh[1], sh[2], a, al, b, bl, o));
+          }
+  groups += static_cast<int>(all.size());
+  bad += run_batch(&rng, all, "combinations");
+  // Batch sizes 1..256 groups of random shapes and types; long K for the FP32 bound.
+  for (uint32_t ng : {1u, 2u, 16u, 128u, 256u}) {
+    std::vector<Group> gs;
+    for (uint32_t i = 0; i < ng; i++) {
+      gs.push_back(make_group(&rng, test_range(&rng, 1, 96), test_range(&rng, 1, 300),
+                              test_range(&rng, 1, 700), a_srcs[test_range(&rng, 0, 4)], GEMMD_SCALE_NONE,
+                              b_dtypes[test_range(&rng, 0, 1)], b_layouts[test_range(&rng, 0, 3)],
+                              outs[test_range(&rng, 0, 2)]));
+    }
+    groups += static_cast<int>(ng);
+    char what[32];
+    std::snprintf(what, sizeof what, "batch of %u", ng);
+    bad += run_batch(&rng, gs, what);
+  }
+  std::vector<Group> big;
+  big.push_back(make_group(&rng, 256, 512, 16384, GEMMD_DTYPE_FP8_E4M3, GEMMD_SCALE_BLOCK_1X128,
+                           GEMMD_DTYPE_FP8_E4M3, GEMMD_SCALE_BLOCK_128X128, GEMMD_DTYPE_FP32));
+  big.push_back(make_group(&rng, 1000, 1000, 2000, GEMMD_DTYPE_BF16, GEMMD_SCALE_NONE,
+                           GEMMD_DTYPE_FP8_E4M3, GEMMD_SCALE_BLOCK_128X128, GEMMD_DTYPE_BF16));
+  groups += 2;
+  bad += run_batch(&rng, big, "large");
+  std::printf("gpu_gemm_test: %d groups checked, %d failed\n", groups, bad);
+  return bad == 0 ? 0 : 1;
+}
