@@ -32,8 +32,9 @@ void gemmd_batch_free(gemmd_batch_t *b) {
 /* 256-byte alignment for every block in the arenas: TMA and vector loads like it. */
 static uint64_t align_up(uint64_t x) { return (x + 255u) & ~(uint64_t)255u; }
 
-int gemmd_batch_plan(gemmd_batch_t *b) {
+int gemmd_batch_plan(gemmd_batch_t *b, uint32_t row_align) {
   uint64_t a_off = 0, sa_off = 0, d_off = 0;
+  if (row_align == 0) row_align = 1;
   b->rows = 0;
   b->flops = 0.0;
   b->input_bytes = b->output_bytes = 0;
@@ -53,13 +54,15 @@ int gemmd_batch_plan(gemmd_batch_t *b) {
     p->d_offset = d_off;
     p->b_data = (uint64_t)(uintptr_t)w->data;
     p->b_scales = (uint64_t)(uintptr_t)w->scales;
+    p->lda = (w->k + row_align - 1) / row_align * row_align;
+    p->ldb = w->k; /* the host bytes; an engine with its own copy rewrites it */
     const size_t out_size = gemmd_dtype_size(first->out_dtype);
     const uint32_t kb = (w->k + 127u) / 128u;
     uint32_t m = 0;
     for (uint32_t i = b->group_start[g]; i < b->group_start[g + 1]; i++) {
       gemmd_request_t *r = b->requests[i];
       r->group = g;
-      r->a_offset = a_off + (uint64_t)m * w->k;
+      r->a_offset = a_off + (uint64_t)m * p->lda;
       r->sa_offset = sa_off + (uint64_t)m * kb;
       r->d_offset = d_off + (uint64_t)m * w->n * out_size;
       r->d_bytes = (size_t)r->m * w->n * out_size;
@@ -70,7 +73,7 @@ int gemmd_batch_plan(gemmd_batch_t *b) {
     b->flops += 2.0 * m * (double)w->n * w->k;
     b->input_bytes += (uint64_t)m * w->k + sizeof(float) * (uint64_t)m * kb;
     b->output_bytes += (uint64_t)m * w->n * out_size;
-    a_off = align_up(a_off + (uint64_t)m * w->k);
+    a_off = align_up(a_off + (uint64_t)m * p->lda);
     sa_off += (uint64_t)m * kb;
     sa_off = (sa_off + 63u) & ~(uint64_t)63u;
     d_off = align_up(d_off + (uint64_t)m * w->n * out_size);
@@ -84,7 +87,17 @@ int gemmd_batch_plan(gemmd_batch_t *b) {
 void gemmd_batch_stage_a(const gemmd_batch_t *b, uint8_t *a_arena, float *sa_arena) {
   for (uint32_t i = 0; i < b->n_requests; i++) {
     const gemmd_request_t *r = b->requests[i];
-    memcpy(a_arena + r->a_offset, r->a, (size_t)r->m * r->k);
+    if (r->a == NULL) continue; /* raw A: the engine quantizes it into place */
+    const uint32_t lda = b->table[r->group].lda;
+    uint8_t *dst = a_arena + r->a_offset;
+    if (lda == r->k) {
+      memcpy(dst, r->a, (size_t)r->m * r->k);
+    } else {
+      for (uint32_t row = 0; row < r->m; row++) {
+        memcpy(dst + (size_t)row * lda, r->a + (size_t)row * r->k, r->k);
+        memset(dst + (size_t)row * lda + r->k, 0, lda - r->k);
+      }
+    }
     memcpy(sa_arena + r->sa_offset, r->a_scales,
            sizeof(float) * (size_t)gemmd_group_sa_count(r->m, r->k));
   }

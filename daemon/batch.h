@@ -33,6 +33,7 @@ struct gemmd_batch_s {
   char message[256];
   uint64_t formed_ns, done_ns, compute_ns;
   uint32_t graph_replays, graph_captures;
+  int device_failed; /* the engine's device is gone: gemmd must stop (exit non-zero) */
   void *engine_data;
 };
 
@@ -41,11 +42,13 @@ gemmd_batch_t *gemmd_batch_new(uint32_t n_requests);
 void gemmd_batch_free(gemmd_batch_t *b);
 
 /* Lays out the table and arenas. Needs requests grouped and their weights resolved.
- * B addresses are the weights' host bytes; an engine that keeps its own copies rewrites
- * b_data / b_scales. Returns 0. */
-int gemmd_batch_plan(gemmd_batch_t *b);
+ * Rows of A are row_align-byte multiples apart (lda; the engine's need: 1 on the CPU,
+ * 16 for TMA). B addresses are the weights' host bytes; an engine that keeps its own
+ * copies rewrites b_data / b_scales / ldb. Returns 0. */
+int gemmd_batch_plan(gemmd_batch_t *b, uint32_t row_align);
 
-/* Copies every request's A rows and 1×128 scales to their places in the arenas. */
+/* Copies every request's A rows (zero-padded to lda) and 1×128 scales to their places in
+ * the arenas; requests with raw A are left to the engine. */
 void gemmd_batch_stage_a(const gemmd_batch_t *b, uint8_t *a_arena, float *sa_arena);
 
 #endif /* GEMMD_DAEMON_BATCH_H_ */

@@ -125,7 +125,6 @@ gemmd_batch_t *gemmd_batcher_form(gemmd_batcher_t *b, uint64_t now_ns, gemmd_req
   batch->group_start[groups] = i;
   for (uint32_t j = 0; j < n; j++) batch->requests[j]->next = NULL;
   batch->formed_ns = now_ns;
-  gemmd_batch_plan(batch);
   free(key);
   free(gtail);
   free(ghead);

@@ -34,7 +34,8 @@ uint64_t gemmd_batcher_oldest_ns(const gemmd_batcher_t *b);
 
 /* Forms the next batch at time now_ns. Expired requests are unlinked and returned in
  * *expired (a list through ->next). Returns NULL when nothing is left to run (or on
- * allocation failure, leaving the queue as it was). The batch is grouped and planned. */
+ * allocation failure, leaving the queue as it was). The batch is grouped; the caller
+ * plans it for its engine (gemmd_batch_plan). */
 gemmd_batch_t *gemmd_batcher_form(gemmd_batcher_t *b, uint64_t now_ns, gemmd_request_t **expired);
 
 /* Unlinks every request whose deadline is at or before now_ns; returns them as a list. */

@@ -42,6 +42,8 @@ struct gemmd_engine_s {
   char device[128];      /* what it runs on, for logs and gemmd_build_info */
   char kernel[64];       /* the GEMM implementation, for ServerStats */
   unsigned slots;        /* batches it accepts at once */
+  int quantizes_a;       /* takes BF16/FP16/FP32 A as sent and quantizes it itself */
+  uint32_t row_align;    /* bytes the rows of A must be multiples of (gemmd_batch_plan) */
   gemmd_engine_done_fn done;
   void *done_ctx;
 };
@@ -51,5 +53,19 @@ struct gemmd_engine_s {
  * submits them (done is then called before submit returns). */
 int gemmd_engine_cpu_create(int threads, double inline_flops, gemmd_engine_done_fn done,
                             void *done_ctx, gemmd_engine_t **out);
+
+/* The CUDA engine (engine_cuda.c, built with a CUDA toolkit): device `device` must be an
+ * sm_90 GPU. kernel: "gemmd" or "cublaslt"; graphs: capture and replay batches.
+ * fault_after: tests only, 0 = never; else make the device fail on that batch.
+ * Returns 0, or GEMMD_ENOTSUP with why (no GPU, not sm_90, built without CUDA). */
+typedef struct gemmd_cuda_options_s {
+  int device;
+  const char *kernel;
+  int graphs;
+  int64_t fault_after;
+} gemmd_cuda_options_t;
+
+int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn done,
+                             void *done_ctx, gemmd_engine_t **out, char *why, size_t whylen);
 
 #endif /* GEMMD_DAEMON_ENGINE_H_ */

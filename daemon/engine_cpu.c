@@ -69,7 +69,7 @@ static void run_batch(cpu_engine_t *e, gemmd_batch_t *b) {
     const gemmd_weight_t *w = b->group_weight[g];
     const gemmd_operand_t a = {p->m,
                                p->k,
-                               p->k,
+                               p->lda,
                                (gemmd_dtype_t)p->a_dtype,
                                ar->a + p->a_offset,
                                GEMMD_SCALE_BLOCK_1X128,
@@ -220,6 +220,7 @@ int gemmd_engine_cpu_create(int threads, double inline_flops, gemmd_engine_done_
   e->base.ops = &cpu_ops;
   e->base.backend = "cpu";
   e->base.slots = 1; /* one batch at a time: it already uses every thread */
+  e->base.row_align = 1;
   e->base.done = done;
   e->base.done_ctx = done_ctx;
   describe_cpu(e->base.device, sizeof e->base.device);

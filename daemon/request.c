@@ -11,11 +11,20 @@
 
 void gemmd_request_init(gemmd_request_t *r) { memset(r, 0, sizeof *r); }
 
-int gemmd_request_prepare_a(gemmd_request_t *r, const gemmd_operand_t *a) {
+int gemmd_request_prepare_a(gemmd_request_t *r, const gemmd_operand_t *a, int raw_ok) {
   const uint32_t m = a->rows, k = a->cols, kb = (k + 127u) / 128u;
   const size_t ns = (size_t)gemmd_group_sa_count(m, k);
   r->m = m;
   r->k = k;
+  if (raw_ok && !gemmd_dtype_is_fp8(a->dtype) && a->scale_layout == GEMMD_SCALE_NONE &&
+      a->ld == a->cols) {
+    r->a_raw = a->data;
+    r->a_raw_dtype = a->dtype;
+    r->a_dtype = GEMMD_DTYPE_FP8_E4M3;
+    r->a = NULL;
+    r->a_scales = NULL;
+    return GEMMD_OK;
+  }
   if (gemmd_dtype_is_fp8(a->dtype)) {
     r->a_dtype = a->dtype;
     r->a = a->data;

@@ -41,6 +41,10 @@ struct gemmd_request_s {
   const float *a_scales;
   uint8_t *a_owned; /* storage made by normalization, freed by gemmd_request_release */
   float *a_scales_owned;
+  /* Or, for an engine that quantizes on the device: A as sent (BF16/FP16/FP32, no
+   * scales, dense m×k); then a and a_scales are NULL and a_dtype is the FP8 target. */
+  const void *a_raw;
+  gemmd_dtype_t a_raw_dtype;
   gemmd_dtype_t out_dtype; /* BF16, FP16 or FP32 */
 
   /* B: exactly one of the three, as the caller named it. */
@@ -71,9 +75,10 @@ void gemmd_request_init(gemmd_request_t *r);
 
 /* Normalizes a validated A operand into the request: FP8 keeps its bytes (a points into
  * the caller's storage, which must outlive the request) and gets 1×128 scales expanded
- * from its layout; BF16/FP16/FP32 are quantized to E4M3 with 1×128 scales (SPEC §1).
- * Returns 0 or GEMMD_ENOMEM. */
-int gemmd_request_prepare_a(gemmd_request_t *r, const gemmd_operand_t *a);
+ * from its layout; BF16/FP16/FP32 are quantized to E4M3 with 1×128 scales (SPEC §1) —
+ * or, when raw_ok (the engine quantizes on the device) and A is dense and unscaled, kept
+ * as sent in a_raw. Returns 0 or GEMMD_ENOMEM. */
+int gemmd_request_prepare_a(gemmd_request_t *r, const gemmd_operand_t *a, int raw_ok);
 
 /* Frees what normalization allocated and an unresolved inline B. */
 void gemmd_request_release(gemmd_request_t *r);

@@ -74,7 +74,7 @@ static int decode_request(const gemmd_rpc_t *rpc, const Gemmd__V1__GemmRequest *
       return INVALID_ARGUMENT;
   }
   const gemmd_operand_t a = operand_of(m->a);
-  const int rc = gemmd_request_prepare_a(r, &a);
+  const int rc = gemmd_request_prepare_a(r, &a, rpc->srv->engine->quantizes_a);
   if (rc != GEMMD_OK) {
     snprintf(msg, n, "cannot prepare a: %s", gemmd_strerror(rc));
     return RESOURCE_EXHAUSTED;

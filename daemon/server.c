@@ -38,6 +38,8 @@ uint64_t gemmd_now_ns(void) {
 
 static void maybe_dispatch(gemmd_server_t *srv);
 static void maybe_stop(gemmd_server_t *srv);
+static void notify_watchers(gemmd_server_t *srv);
+static void device_failed(gemmd_server_t *srv, const char *why);
 
 /* ---- Handoff from other threads ------------------------------------------------------ */
 
@@ -265,6 +267,7 @@ static void maybe_dispatch(gemmd_server_t *srv) {
       return;
     }
     for (uint32_t i = 0; i < b->n_requests; i++) b->requests[i]->dispatched_ns = now;
+    gemmd_batch_plan(b, srv->engine->row_align);
     const int rc = srv->engine->ops->submit(srv->engine, b);
     if (rc != GEMMD_OK) {
       for (uint32_t i = 0; i < b->n_requests; i++) {
@@ -291,6 +294,7 @@ static void on_batch_done(gemmd_server_t *srv, void *arg) {
     gemmd_log(GEMMD_LOG_WARN, "batch failed", "batch=%" PRIu64 " code=%s reason=\"%s\"", b->id,
               gemmd_code_name(b->status), b->message);
   }
+  if (b->device_failed && srv->exit_code == 0) device_failed(srv, b->message);
   for (uint32_t i = 0; i < b->n_requests; i++) {
     gemmd_request_t *r = b->requests[i];
     r->batch_id = b->id;
@@ -308,6 +312,24 @@ static void on_batch_done(gemmd_server_t *srv, void *arg) {
   gemmd_batch_free(b);
   maybe_dispatch(srv);
   maybe_stop(srv);
+}
+
+/* The device is gone (a sticky CUDA error): say so to health checks at once, answer
+ * everything queued with UNAVAILABLE, and stop with a non-zero exit so that the
+ * supervisor restarts gemmd (which gets its weights back from --weight-dir). */
+static void device_failed(gemmd_server_t *srv, const char *why) {
+  gemmd_log(GEMMD_LOG_ERROR, "device failed: stopping", "reason=\"%s\" exit_code=3", why);
+  srv->exit_code = 3;
+  srv->ready = 0;
+  srv->draining = 1;
+  notify_watchers(srv);
+  gemmd_request_t *queued = gemmd_batcher_take_all(&srv->batcher);
+  while (queued != NULL) {
+    gemmd_request_t *next = queued->next;
+    queued->next = NULL;
+    fail(srv, queued, CODE_UNAVAILABLE, "the GPU failed; gemmd is restarting: %s", why);
+    queued = next;
+  }
 }
 
 /* Engine thread. */
@@ -695,18 +717,28 @@ static int preload_weights(gemmd_server_t *srv) {
 }
 
 static int create_engine(gemmd_server_t *srv) {
-  const char *backend = srv->cfg->backend;
-  if (strcmp(backend, "cuda") == 0) {
-    gemmd_log(GEMMD_LOG_ERROR, "backend unavailable",
-              "backend=cuda reason=\"this gemmd was built without the CUDA engine\"");
-    return GEMMD_ENOTSUP;
+  const gemmd_config_t *cfg = srv->cfg;
+  const char *backend = cfg->backend;
+  char why[512] = "this gemmd was built without the CUDA engine";
+  if (strcmp(backend, "cpu") != 0) {
+#ifdef GEMMD_HAVE_CUDA
+    const gemmd_cuda_options_t o = {(int)cfg->device,
+                                    strcmp(cfg->gemm_kernel, "cublaslt") == 0 ? "cublaslt" : "gemmd",
+                                    strcmp(cfg->cuda_graphs, "on") == 0, cfg->test_fault_after_batches};
+    const int rc = gemmd_engine_cuda_create(&o, engine_done, srv, &srv->engine, why, sizeof why);
+    if (rc == GEMMD_OK) {
+      gemmd_log(GEMMD_LOG_INFO, "backend chosen", "backend=cuda device=\"%s\"", srv->engine->device);
+      return GEMMD_OK;
+    }
+#endif
+    if (strcmp(backend, "cuda") == 0) {
+      gemmd_log(GEMMD_LOG_ERROR, "backend unavailable", "backend=cuda reason=\"%s\"", why);
+      return GEMMD_ENOTSUP;
+    }
+    gemmd_log(GEMMD_LOG_INFO, "backend chosen", "backend=cpu reason=\"%s\"", why);
   }
-  if (strcmp(backend, "auto") == 0) {
-    gemmd_log(GEMMD_LOG_INFO, "backend chosen",
-              "backend=cpu reason=\"this gemmd was built without the CUDA engine\"");
-  }
-  return gemmd_engine_cpu_create((int)srv->cfg->cpu_threads, (double)srv->cfg->cpu_inline_flops,
-                                 engine_done, srv, &srv->engine);
+  return gemmd_engine_cpu_create((int)cfg->cpu_threads, (double)cfg->cpu_inline_flops, engine_done,
+                                 srv, &srv->engine);
 }
 
 int gemmd_server_run(const gemmd_config_t *cfg) {

@@ -265,7 +265,7 @@ static int take_gemm(shm_client_t *c, const gemmd_shm_sqe_t *e, shm_op_t *op, ch
     snprintf(msg, n, "out of memory preparing b");
     return CODE_RESOURCE_EXHAUSTED;
   }
-  if (gemmd_request_prepare_a(r, &a) != GEMMD_OK) {
+  if (gemmd_request_prepare_a(r, &a, c->ss->srv->engine->quantizes_a) != GEMMD_OK) {
     snprintf(msg, n, "out of memory preparing a");
     return CODE_RESOURCE_EXHAUSTED;
   }

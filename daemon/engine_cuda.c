@@ -1,0 +1,704 @@
+/* The CUDA engine: gemmd's GPU behind the engine seam (engine.h).
+ *
+ * Per batch: the loop has planned it (gemmd_batch_plan, rows of A 16-byte aligned); the
+ * staging thread lays it out as one device batch buffer (kernels/group_table.h: header,
+ * table, quantization jobs, A / A-scale / raw-A / inline-B / D arenas), fills a pinned
+ * copy, and runs on the slot's stream: upload (one DMA), GPU quantization of raw A, the
+ * grouped GEMM (or one cuBLASLt call per group), download of D (one DMA). With graphs on,
+ * that sequence is captured once per slot and replayed for every batch: the kernels read
+ * group count and shapes from the device buffer, and only the two copies' sizes change
+ * (cudaGraphExecMemcpyNodeSetParams1D), so no batch needs a recapture. cuBLASLt graphs
+ * depend on the shapes: they are cached by the batch's signature.
+ *
+ * Two slots let batch i+1 stage and upload while batch i computes. A completion thread
+ * waits on each slot's events in order, reads the device time, copies shared-memory
+ * results into their arenas (registered with cudaHostRegister), and reports the batch.
+ * A CUDA error marks the engine failed: the batch and every later one get UNAVAILABLE
+ * with device_failed set, and gemmd stops with a non-zero exit. */
+#include <cuda_runtime_api.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon/engine.h"
+#include "daemon/engine_cuda_fault.h"
+#include "daemon/log.h"
+#include "kernels/cublaslt_gemm.h"
+#include "kernels/errors.h"
+#include "kernels/gpu_gemm.h"
+
+enum { N_SLOTS = 2, ROW_ALIGN = 16, UNAVAILABLE = 14, LT_CACHE = 64 };
+
+/* A weight's device copy. */
+typedef struct {
+  uint8_t *data;      /* n rows of ldb bytes, zero padded */
+  float *scales;      /* as registered */
+  float *scales_lt;   /* 128×128 scales in cuBLASLt's layout (cublaslt kernel only) */
+  uint32_t ldb;
+  uint64_t bytes;
+} dev_weight_t;
+
+typedef struct {
+  uint64_t key;
+  cudaGraphExec_t exec;
+  cudaGraphNode_t h2d, d2h;
+  uint64_t used;
+} lt_graph_t;
+
+typedef struct {
+  cudaStream_t stream;
+  cudaEvent_t start, stop;
+  uint8_t *dev, *host; /* the batch buffer and its pinned copy */
+  uint64_t cap;
+  /* the gemmd kernel's graph for this slot's buffer */
+  cudaGraphExec_t exec;
+  cudaGraphNode_t h2d, d2h;
+  lt_graph_t lt[LT_CACHE];
+  gemmd_batch_t *batch;
+  gemmd_batch_header_t hdr;
+  int busy;
+} slot_t;
+
+/* A batch handed from the staging thread to the completion thread. */
+typedef struct {
+  gemmd_batch_t *b;
+  slot_t *s; /* NULL: it failed before reaching the device */
+} launched_t;
+
+typedef struct {
+  gemmd_engine_t base;
+  int device;
+  int use_lt, use_graphs;
+  int64_t fault_after;
+  gemmd_cublaslt_t *lt;
+  slot_t slots[N_SLOTS];
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  gemmd_batch_t *submitted[N_SLOTS]; /* FIFO to the staging thread */
+  unsigned n_submitted;
+  launched_t launched[N_SLOTS]; /* FIFO to the completion thread */
+  unsigned n_launched;
+  uint64_t lt_clock;
+  int stop;
+  atomic_int failed;
+  char failure[256];
+  uint64_t batches;
+  atomic_uint_fast64_t weight_bytes;
+  pthread_t stager, completer;
+} cuda_engine_t;
+
+static uint64_t align256(uint64_t x) { return (x + 255u) & ~(uint64_t)255u; }
+
+/* Records the first CUDA failure; later calls keep it. Returns 1 when err is an error. */
+static int cuda_failed(cuda_engine_t *e, cudaError_t err, const char *what) {
+  if (err == cudaSuccess) return 0;
+  if (!atomic_exchange(&e->failed, 1)) {
+    snprintf(e->failure, sizeof e->failure, "%s: %s", what, cudaGetErrorString(err));
+    gemmd_log(GEMMD_LOG_ERROR, "device failed", "reason=\"%s\"", e->failure);
+  }
+  return 1;
+}
+
+/* ---- Weights ------------------------------------------------------------------------------ */
+
+static int cuda_weight_load(gemmd_engine_t *base, gemmd_weight_t *w) {
+  cuda_engine_t *e = (cuda_engine_t *)base;
+  if (atomic_load(&e->failed)) return GEMMD_EDEVICE;
+  dev_weight_t *d = calloc(1, sizeof *d);
+  if (d == NULL) return GEMMD_ENOMEM;
+  d->ldb = (w->k + ROW_ALIGN - 1) / ROW_ALIGN * ROW_ALIGN;
+  const size_t ns = gemmd_scale_count(w->scale_layout, w->n, w->k);
+  const size_t data_bytes = (size_t)w->n * d->ldb;
+  cudaError_t err = cudaSetDevice(e->device);
+  if (!err) err = cudaMalloc((void **)&d->data, data_bytes);
+  if (!err) err = cudaMemset(d->data, 0, data_bytes);
+  if (!err) err = cudaMemcpy2D(d->data, d->ldb, w->data, w->k, w->k, w->n, cudaMemcpyHostToDevice);
+  if (!err && ns > 0) err = cudaMalloc((void **)&d->scales, 4 * ns);
+  if (!err && ns > 0) err = cudaMemcpy(d->scales, w->scales, 4 * ns, cudaMemcpyHostToDevice);
+  if (!err && e->use_lt && w->scale_layout == GEMMD_SCALE_BLOCK_128X128) {
+    err = cudaMalloc((void **)&d->scales_lt, 4 * gemmd_cublaslt_b_scale_count(w->n, w->k));
+    if (!err && gemmd_cublaslt_convert_b_scales(d->scales, w->n, w->k, d->scales_lt, 0) != GEMMD_OK) {
+      err = cudaErrorLaunchFailure;
+    }
+    if (!err) err = cudaDeviceSynchronize();
+  }
+  if (err) {
+    cudaFree(d->data);
+    cudaFree(d->scales);
+    cudaFree(d->scales_lt);
+    free(d);
+    if (err == cudaErrorMemoryAllocation) {
+      cudaGetLastError(); /* not sticky: clear it */
+      return GEMMD_ENOMEM;
+    }
+    cuda_failed(e, err, "weight upload");
+    return GEMMD_EDEVICE;
+  }
+  d->bytes = data_bytes + 4 * ns;
+  atomic_fetch_add(&e->weight_bytes, d->bytes);
+  w->engine_handle = d;
+  return GEMMD_OK;
+}
+
+static void cuda_weight_unload(gemmd_engine_t *base, gemmd_weight_t *w) {
+  cuda_engine_t *e = (cuda_engine_t *)base;
+  dev_weight_t *d = w->engine_handle;
+  if (d == NULL) return;
+  cudaFree(d->data);
+  cudaFree(d->scales);
+  cudaFree(d->scales_lt);
+  atomic_fetch_sub(&e->weight_bytes, d->bytes);
+  free(d);
+  w->engine_handle = NULL;
+}
+
+static int cuda_arena_register(gemmd_engine_t *base, void *p, size_t bytes) {
+  cuda_engine_t *e = (cuda_engine_t *)base;
+  const cudaError_t err = cudaHostRegister(p, bytes, cudaHostRegisterDefault);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    gemmd_log(GEMMD_LOG_WARN, "arena not registered", "bytes=%zu reason=\"%s\"", bytes,
+              cudaGetErrorString(err));
+    return GEMMD_EDEVICE;
+  }
+  (void)e;
+  return GEMMD_OK;
+}
+
+static void cuda_arena_unregister(gemmd_engine_t *base, void *p) {
+  (void)base;
+  cudaHostUnregister(p);
+}
+
+/* ---- Layout and staging ------------------------------------------------------------------- */
+
+typedef struct {
+  gemmd_batch_header_t h;
+  uint64_t raw_bytes, b_bytes, lt_scales; /* arena sizes */
+  uint64_t total, in_bytes;
+} layout_t;
+
+/* Where everything of the batch goes in the device buffer. */
+static void lay_out(const cuda_engine_t *e, gemmd_batch_t *b, layout_t *L) {
+  memset(L, 0, sizeof *L);
+  uint32_t n_jobs = 0;
+  uint64_t raw = 0, binl = 0;
+  for (uint32_t i = 0; i < b->n_requests; i++) {
+    const gemmd_request_t *r = b->requests[i];
+    if (r->a_raw != NULL) {
+      n_jobs++;
+      raw = align256(raw + (uint64_t)r->m * r->k * gemmd_dtype_size(r->a_raw_dtype));
+    }
+  }
+  for (uint32_t g = 0; g < b->n_groups; g++) {
+    const gemmd_weight_t *w = b->group_weight[g];
+    if (w->engine_handle == NULL) { /* inline B: into the batch */
+      const uint32_t ldb = (w->k + ROW_ALIGN - 1) / ROW_ALIGN * ROW_ALIGN;
+      binl = align256(binl + (uint64_t)w->n * ldb);
+      binl = align256(binl + 4 * gemmd_scale_count(w->scale_layout, w->n, w->k) +
+                      (e->use_lt ? 4 * gemmd_cublaslt_b_scale_count(w->n, w->k) : 0));
+    }
+  }
+  L->h.n_groups = b->n_groups;
+  L->h.n_quant_jobs = n_jobs;
+  uint64_t off = align256(sizeof L->h + b->n_groups * sizeof(gemmd_group_params_t) +
+                          n_jobs * sizeof(gemmd_quant_job_t));
+  L->h.sa_arena = off;
+  off = align256(off + 4 * b->sa_count);
+  L->h.raw_arena = off;
+  off = align256(off + raw);
+  L->h.b_arena = off;
+  off = align256(off + binl);
+  L->h.a_arena = off;
+  off = align256(off + b->a_bytes);
+  L->in_bytes = off; /* everything before D is uploaded */
+  L->h.d_arena = off;
+  off = align256(off + b->d_bytes);
+  L->lt_scales = e->use_lt ? 4 * b->sa_count : 0; /* A scales in cuBLASLt's layout */
+  L->total = align256(off + L->lt_scales) + 256;
+}
+
+/* Fills the pinned copy: header, table (device addresses), jobs, arenas. */
+static void stage(const cuda_engine_t *e, slot_t *s, gemmd_batch_t *b, const layout_t *L) {
+  uint8_t *H = s->host;
+  gemmd_group_params_t *table = (gemmd_group_params_t *)(void *)(H + sizeof L->h);
+  gemmd_quant_job_t *jobs = (gemmd_quant_job_t *)(void *)(H + sizeof L->h +
+                                                            b->n_groups * sizeof(gemmd_group_params_t));
+  memcpy(table, b->table, b->n_groups * sizeof *table);
+  uint64_t binl = L->h.b_arena;
+  for (uint32_t g = 0; g < b->n_groups; g++) {
+    const gemmd_weight_t *w = b->group_weight[g];
+    const dev_weight_t *dw = w->engine_handle;
+    gemmd_group_params_t *p = &table[g];
+    if (dw != NULL) {
+      p->b_data = (uint64_t)(uintptr_t)dw->data;
+      p->b_scales = (uint64_t)(uintptr_t)dw->scales;
+      p->ldb = dw->ldb;
+    } else {
+      const uint32_t ldb = (w->k + ROW_ALIGN - 1) / ROW_ALIGN * ROW_ALIGN;
+      uint8_t *dst = H + binl;
+      for (uint32_t r = 0; r < w->n; r++) {
+        memcpy(dst + (size_t)r * ldb, w->data + (size_t)r * w->k, w->k);
+        memset(dst + (size_t)r * ldb + w->k, 0, ldb - w->k);
+      }
+      p->b_data = (uint64_t)(uintptr_t)(s->dev + binl);
+      p->ldb = ldb;
+      binl = align256(binl + (uint64_t)w->n * ldb);
+      const size_t ns = gemmd_scale_count(w->scale_layout, w->n, w->k);
+      if (ns > 0) memcpy(H + binl, w->scales, 4 * ns);
+      p->b_scales = (uint64_t)(uintptr_t)(s->dev + binl);
+      binl = align256(binl + 4 * ns + (e->use_lt ? 4 * gemmd_cublaslt_b_scale_count(w->n, w->k) : 0));
+    }
+  }
+  gemmd_batch_stage_a(b, H + L->h.a_arena, (float *)(void *)(H + L->h.sa_arena));
+  uint64_t raw = 0;
+  uint32_t j = 0;
+  for (uint32_t i = 0; i < b->n_requests; i++) {
+    const gemmd_request_t *r = b->requests[i];
+    if (r->a_raw == NULL) continue;
+    const size_t bytes = (size_t)r->m * r->k * gemmd_dtype_size(r->a_raw_dtype);
+    memcpy(H + L->h.raw_arena + raw, r->a_raw, bytes);
+    gemmd_quant_job_t *q = &jobs[j++];
+    memset(q, 0, sizeof *q);
+    q->src_offset = raw;
+    q->a_offset = r->a_offset;
+    q->sa_offset = r->sa_offset;
+    q->rows = r->m;
+    q->cols = r->k;
+    q->lda = b->table[r->group].lda;
+    q->src_dtype = (uint8_t)r->a_raw_dtype;
+    /* the padding of each row past k must be zero: the GEMM reads it */
+    if (q->lda != r->k) {
+      for (uint32_t row = 0; row < r->m; row++) {
+        memset(H + L->h.a_arena + r->a_offset + (size_t)row * q->lda + r->k, 0, q->lda - r->k);
+      }
+    }
+    raw = align256(raw + bytes);
+  }
+  memcpy(H, &L->h, sizeof L->h);
+}
+
+/* ---- The device work of one batch ---------------------------------------------------------- */
+
+static int fault_kernel_launch(cudaStream_t stream);
+
+/* The sequence the graph holds: upload, quantize, GEMM, download. */
+static cudaError_t enqueue_work(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_batch_t *b) {
+  cudaError_t err = cudaMemcpyAsync(s->dev, s->host, L->in_bytes, cudaMemcpyHostToDevice, s->stream);
+  if (err) return err;
+  if (gemmd_gpu_quantize_jobs(s->dev, s->stream) != GEMMD_OK) return cudaGetLastError();
+  if (!e->use_lt) {
+    if (gemmd_gpu_gemm(GEMMD_GPU_KERNEL_SIMPLE, s->dev, s->stream) != GEMMD_OK) return cudaErrorLaunchFailure;
+  } else {
+    /* One cuBLASLt call per group: table entries are known on the host. */
+    const gemmd_group_params_t *t = (const gemmd_group_params_t *)(void *)(s->host + sizeof L->h);
+    float *sa_lt = (float *)(void *)(s->dev + L->total - 256 - L->lt_scales);
+    for (uint32_t g = 0; g < b->n_groups; g++) {
+      const gemmd_group_params_t *p = &t[g];
+      const gemmd_weight_t *w = b->group_weight[g];
+      const dev_weight_t *dw = w->engine_handle;
+      const float *b_lt = NULL;
+      if (p->b_layout == GEMMD_SCALE_BLOCK_128X128) {
+        b_lt = dw ? dw->scales_lt
+                  : (const float *)(uintptr_t)(p->b_scales +
+                                               4 * gemmd_scale_count(w->scale_layout, w->n, w->k));
+        if (dw == NULL && gemmd_cublaslt_convert_b_scales((const float *)(uintptr_t)p->b_scales, p->n, p->k,
+                                                          (float *)b_lt, s->stream) != GEMMD_OK) {
+          return cudaErrorLaunchFailure;
+        }
+      }
+      const float *sa = (const float *)(void *)(s->dev + L->h.sa_arena) + p->sa_offset;
+      if (gemmd_cublaslt_convert_a_scales(sa, p->m, p->k, sa_lt + p->sa_offset, s->stream) != GEMMD_OK) {
+        return cudaErrorLaunchFailure;
+      }
+      const gemmd_cublaslt_call_t call = {
+          p->m, p->n, p->k, (gemmd_dtype_t)p->a_dtype, (gemmd_dtype_t)p->b_dtype, (gemmd_dtype_t)p->out_dtype,
+          GEMMD_SCALE_BLOCK_1X128, (gemmd_scale_layout_t)p->b_layout,
+          s->dev + L->h.a_arena + p->a_offset, p->lda, (const void *)(uintptr_t)p->b_data, p->ldb,
+          sa_lt + p->sa_offset, b_lt ? b_lt : (const float *)(uintptr_t)p->b_scales,
+          s->dev + L->h.d_arena + p->d_offset};
+      const int rc = gemmd_cublaslt_gemm(e->lt, &call, s->stream);
+      if (rc != GEMMD_OK) return rc == GEMMD_ENOTSUP ? cudaErrorNotSupported : cudaErrorLaunchFailure;
+    }
+  }
+  return cudaMemcpyAsync(s->host + L->h.d_arena, s->dev + L->h.d_arena, align256(b->d_bytes),
+                         cudaMemcpyDeviceToHost, s->stream);
+}
+
+/* The graph's two copies, found after capture: the first node is the upload, the last
+ * the download. */
+static cudaError_t find_copies(cudaGraph_t g, cudaGraphNode_t *h2d, cudaGraphNode_t *d2h) {
+  size_t n = 0;
+  cudaError_t err = cudaGraphGetNodes(g, NULL, &n);
+  if (err || n == 0) return err ? err : cudaErrorInvalidValue;
+  cudaGraphNode_t *nodes = calloc(n, sizeof *nodes);
+  if (nodes == NULL) return cudaErrorMemoryAllocation;
+  err = cudaGraphGetNodes(g, nodes, &n);
+  *h2d = *d2h = NULL;
+  for (size_t i = 0; !err && i < n; i++) {
+    enum cudaGraphNodeType t;
+    err = cudaGraphNodeGetType(nodes[i], &t);
+    if (!err && t == cudaGraphNodeTypeMemcpy) {
+      if (*h2d == NULL) *h2d = nodes[i];
+      *d2h = nodes[i];
+    }
+  }
+  free(nodes);
+  return err ? err : (*h2d && *d2h && *h2d != *d2h ? cudaSuccess : cudaErrorInvalidValue);
+}
+
+static cudaError_t capture(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_batch_t *b,
+                           cudaGraphExec_t *exec, cudaGraphNode_t *h2d, cudaGraphNode_t *d2h) {
+  cudaGraph_t g;
+  cudaError_t err = cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal);
+  if (err) return err;
+  const cudaError_t work = enqueue_work(e, s, L, b);
+  err = cudaStreamEndCapture(s->stream, &g);
+  if (work) {
+    if (!err) cudaGraphDestroy(g);
+    return work;
+  }
+  if (err) return err;
+  err = cudaGraphInstantiate(exec, g, 0);
+  if (!err) err = find_copies(g, h2d, d2h);
+  cudaGraphDestroy(g);
+  b->graph_captures++;
+  return err;
+}
+
+/* A key for a cuBLASLt graph: everything its nodes depend on. */
+static uint64_t lt_key(const gemmd_batch_t *b, const layout_t *L) {
+  uint64_t h = 1469598103934665603ull;
+  const uint64_t parts[] = {L->h.a_arena, L->h.sa_arena, L->h.d_arena, L->h.b_arena, L->total};
+  for (size_t i = 0; i < 5; i++) h = (h ^ parts[i]) * 1099511628211ull;
+  for (uint32_t g = 0; g < b->n_groups; g++) {
+    const gemmd_group_params_t *p = &b->table[g];
+    const uint64_t f[] = {p->m, p->n, p->k, p->a_dtype | p->b_dtype << 8 | p->b_layout << 16 | (uint64_t)p->out_dtype << 24,
+                          p->a_offset, p->sa_offset, p->d_offset,
+                          (uint64_t)(uintptr_t)b->group_weight[g]->engine_handle};
+    for (size_t i = 0; i < 8; i++) h = (h ^ f[i]) * 1099511628211ull;
+  }
+  return h;
+}
+
+static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_batch_t *b) {
+  cudaError_t err = cudaEventRecord(s->start, s->stream);
+  if (err) return err;
+  if (e->fault_after > 0 && e->batches + 1 == (uint64_t)e->fault_after) {
+    gemmd_log(GEMMD_LOG_WARN, "injecting a device fault", "batch=%" PRIu64 " (--test-fault-after-batches)",
+              e->batches + 1);
+    fault_kernel_launch(s->stream);
+  }
+  if (!e->use_graphs) {
+    err = enqueue_work(e, s, L, b);
+  } else {
+    cudaGraphExec_t exec;
+    cudaGraphNode_t h2d, d2h;
+    if (!e->use_lt) {
+      if (s->exec == NULL) {
+        err = capture(e, s, L, b, &s->exec, &s->h2d, &s->d2h);
+        if (err) return err;
+      }
+      exec = s->exec, h2d = s->h2d, d2h = s->d2h;
+    } else {
+      const uint64_t key = lt_key(b, L);
+      lt_graph_t *hit = NULL, *oldest = &s->lt[0];
+      for (int i = 0; i < LT_CACHE; i++) {
+        if (s->lt[i].exec != NULL && s->lt[i].key == key) hit = &s->lt[i];
+        if (s->lt[i].used < oldest->used) oldest = &s->lt[i];
+      }
+      if (hit == NULL) {
+        if (oldest->exec != NULL) cudaGraphExecDestroy(oldest->exec);
+        memset(oldest, 0, sizeof *oldest);
+        err = capture(e, s, L, b, &oldest->exec, &oldest->h2d, &oldest->d2h);
+        if (err) return err;
+        oldest->key = key;
+        hit = oldest;
+      }
+      hit->used = ++e->lt_clock;
+      exec = hit->exec, h2d = hit->h2d, d2h = hit->d2h;
+    }
+    err = cudaGraphExecMemcpyNodeSetParams1D(exec, h2d, s->dev, s->host, L->in_bytes, cudaMemcpyHostToDevice);
+    if (!err) {
+      err = cudaGraphExecMemcpyNodeSetParams1D(exec, d2h, s->host + L->h.d_arena, s->dev + L->h.d_arena,
+                                               align256(b->d_bytes), cudaMemcpyDeviceToHost);
+    }
+    if (!err) err = cudaGraphLaunch(exec, s->stream);
+    b->graph_replays++;
+  }
+  if (err) return err;
+  /* Shared-memory results go straight into the client's (registered) arena: one DMA each. */
+  for (uint32_t i = 0; i < b->n_requests && !err; i++) {
+    const gemmd_request_t *r = b->requests[i];
+    if (r->d_dest != NULL) {
+      err = cudaMemcpyAsync(r->d_dest, s->dev + L->h.d_arena + r->d_offset, r->d_bytes,
+                            cudaMemcpyDeviceToHost, s->stream);
+    }
+  }
+  if (!err) err = cudaEventRecord(s->stop, s->stream);
+  e->batches++;
+  return err;
+}
+
+/* Grows the slot's buffers (dropping graphs that point into the old ones). */
+static cudaError_t ensure_capacity(slot_t *s, uint64_t bytes) {
+  if (s->cap >= bytes) return cudaSuccess;
+  uint64_t cap = s->cap ? s->cap : (64u << 20);
+  while (cap < bytes) cap *= 2;
+  if (s->exec) cudaGraphExecDestroy(s->exec);
+  s->exec = NULL;
+  for (int i = 0; i < LT_CACHE; i++) {
+    if (s->lt[i].exec) cudaGraphExecDestroy(s->lt[i].exec);
+    memset(&s->lt[i], 0, sizeof s->lt[i]);
+  }
+  cudaFree(s->dev);
+  cudaFreeHost(s->host);
+  s->dev = s->host = NULL;
+  s->cap = 0;
+  cudaError_t err = cudaMalloc((void **)&s->dev, cap);
+  if (!err) err = cudaMallocHost((void **)&s->host, cap);
+  if (!err) s->cap = cap;
+  return err;
+}
+
+static void fail_batch(cuda_engine_t *e, gemmd_batch_t *b) {
+  b->status = UNAVAILABLE;
+  b->device_failed = 1;
+  snprintf(b->message, sizeof b->message, "the GPU failed (%.180s); gemmd is restarting", e->failure);
+}
+
+/* ---- Threads ---------------------------------------------------------------------------------- */
+
+static void *stager_main(void *arg) {
+  cuda_engine_t *e = arg;
+  cudaSetDevice(e->device);
+  for (;;) {
+    pthread_mutex_lock(&e->mu);
+    while (e->n_submitted == 0 && !e->stop) pthread_cond_wait(&e->cv, &e->mu);
+    if (e->n_submitted == 0) {
+      pthread_mutex_unlock(&e->mu);
+      return NULL;
+    }
+    gemmd_batch_t *b = e->submitted[0];
+    memmove(&e->submitted[0], &e->submitted[1], --e->n_submitted * sizeof b);
+    slot_t *s = NULL;
+    while (s == NULL) {
+      for (int i = 0; i < N_SLOTS; i++) {
+        if (!e->slots[i].busy) {
+          s = &e->slots[i];
+          break;
+        }
+      }
+      if (s == NULL) pthread_cond_wait(&e->cv, &e->mu);
+    }
+    s->busy = 1;
+    pthread_mutex_unlock(&e->mu);
+
+    s->batch = b;
+    b->engine_data = s;
+    layout_t L;
+    lay_out(e, b, &L);
+    s->hdr = L.h;
+    cudaError_t err = cudaSuccess;
+    if (atomic_load(&e->failed)) {
+      err = cudaErrorUnknown;
+    } else {
+      err = ensure_capacity(s, L.total);
+      if (err == cudaErrorMemoryAllocation) {
+        cudaGetLastError();
+        b->status = 8; /* RESOURCE_EXHAUSTED, not a device failure */
+        snprintf(b->message, sizeof b->message, "no device memory for a %" PRIu64 "-byte batch", L.total);
+        err = cudaErrorUnknown;
+      } else if (!err) {
+        stage(e, s, b, &L);
+        err = launch(e, s, &L, b);
+        if (err) cuda_failed(e, err, "batch launch");
+      } else {
+        cuda_failed(e, err, "batch buffers");
+      }
+    }
+    if (err && b->status == 0) fail_batch(e, b);
+    pthread_mutex_lock(&e->mu);
+    if (err) { /* nothing reached the device: the slot is free again now */
+      s->busy = 0;
+      s->batch = NULL;
+      b->engine_data = NULL;
+    }
+    e->launched[e->n_launched++] = (launched_t){b, err ? NULL : s};
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+  }
+}
+
+static void *completer_main(void *arg) {
+  cuda_engine_t *e = arg;
+  cudaSetDevice(e->device);
+  for (;;) {
+    pthread_mutex_lock(&e->mu);
+    while (e->n_launched == 0 && !(e->stop && e->n_submitted == 0)) pthread_cond_wait(&e->cv, &e->mu);
+    if (e->n_launched == 0) {
+      pthread_mutex_unlock(&e->mu);
+      return NULL;
+    }
+    const launched_t l = e->launched[0];
+    memmove(&e->launched[0], &e->launched[1], --e->n_launched * sizeof l);
+    pthread_mutex_unlock(&e->mu);
+    gemmd_batch_t *b = l.b;
+    slot_t *s = l.s;
+    if (s != NULL) {
+      cudaError_t err = cudaEventSynchronize(s->stop);
+      float ms = 0;
+      if (!err) err = cudaEventElapsedTime(&ms, s->start, s->stop);
+      if (err) {
+        cuda_failed(e, err, "batch");
+        fail_batch(e, b);
+      } else {
+        b->status = 0;
+        b->compute_ns = (uint64_t)((double)ms * 1e6);
+        for (uint32_t i = 0; i < b->n_requests; i++) {
+          gemmd_request_t *r = b->requests[i];
+          r->d = r->d_dest != NULL ? r->d_dest : s->host + s->hdr.d_arena + r->d_offset;
+        }
+      }
+    }
+    e->base.done(e->base.done_ctx, b);
+  }
+}
+
+/* ---- The seam ---------------------------------------------------------------------------------- */
+
+static int cuda_submit(gemmd_engine_t *base, gemmd_batch_t *b) {
+  cuda_engine_t *e = (cuda_engine_t *)base;
+  pthread_mutex_lock(&e->mu);
+  if (e->n_submitted >= N_SLOTS || e->stop) {
+    pthread_mutex_unlock(&e->mu);
+    return GEMMD_EAGAIN;
+  }
+  e->submitted[e->n_submitted++] = b;
+  pthread_cond_broadcast(&e->cv);
+  pthread_mutex_unlock(&e->mu);
+  return GEMMD_OK;
+}
+
+/* The loop has answered the batch: its slot (and staging memory) is free again. */
+static void cuda_batch_release(gemmd_engine_t *base, gemmd_batch_t *b) {
+  cuda_engine_t *e = (cuda_engine_t *)base;
+  slot_t *s = b->engine_data;
+  if (s == NULL) return;
+  pthread_mutex_lock(&e->mu);
+  s->busy = 0;
+  s->batch = NULL;
+  pthread_cond_broadcast(&e->cv);
+  pthread_mutex_unlock(&e->mu);
+  b->engine_data = NULL;
+}
+
+static uint64_t cuda_memory_used(gemmd_engine_t *base) {
+  cuda_engine_t *e = (cuda_engine_t *)base;
+  uint64_t n = atomic_load(&e->weight_bytes);
+  for (int i = 0; i < N_SLOTS; i++) n += e->slots[i].cap;
+  return n;
+}
+
+static void cuda_close(gemmd_engine_t *base) {
+  cuda_engine_t *e = (cuda_engine_t *)base;
+  pthread_mutex_lock(&e->mu);
+  e->stop = 1;
+  pthread_cond_broadcast(&e->cv);
+  pthread_mutex_unlock(&e->mu);
+  pthread_join(e->stager, NULL);
+  pthread_join(e->completer, NULL);
+  if (!atomic_load(&e->failed)) {
+    for (int i = 0; i < N_SLOTS; i++) {
+      slot_t *s = &e->slots[i];
+      if (s->exec) cudaGraphExecDestroy(s->exec);
+      for (int j = 0; j < LT_CACHE; j++) {
+        if (s->lt[j].exec) cudaGraphExecDestroy(s->lt[j].exec);
+      }
+      cudaFree(s->dev);
+      cudaFreeHost(s->host);
+      cudaEventDestroy(s->start);
+      cudaEventDestroy(s->stop);
+      cudaStreamDestroy(s->stream);
+    }
+    if (e->lt) gemmd_cublaslt_destroy(e->lt);
+  }
+  pthread_mutex_destroy(&e->mu);
+  pthread_cond_destroy(&e->cv);
+  free(e);
+}
+
+static const gemmd_engine_ops_t cuda_ops = {
+    .submit = cuda_submit,
+    .weight_load = cuda_weight_load,
+    .weight_unload = cuda_weight_unload,
+    .arena_register = cuda_arena_register,
+    .arena_unregister = cuda_arena_unregister,
+    .batch_release = cuda_batch_release,
+    .memory_used = cuda_memory_used,
+    .close = cuda_close,
+};
+
+int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn done, void *done_ctx,
+                             gemmd_engine_t **out, char *why, size_t whylen) {
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess || count == 0) {
+    snprintf(why, whylen, "no usable CUDA device (%s)",
+             err != cudaSuccess ? cudaGetErrorString(err) : "none found");
+    cudaGetLastError();
+    return GEMMD_ENOTSUP;
+  }
+  if (o->device < 0 || o->device >= count) {
+    snprintf(why, whylen, "--device %d: there are %d CUDA devices", o->device, count);
+    return GEMMD_ENOTSUP;
+  }
+  struct cudaDeviceProp prop;
+  if (cudaGetDeviceProperties(&prop, o->device) != cudaSuccess || prop.major != 9) {
+    snprintf(why, whylen, "device %d is %s (sm_%d%d); gemmd's kernels need sm_90", o->device,
+             prop.name, prop.major, prop.minor);
+    return GEMMD_ENOTSUP;
+  }
+  cuda_engine_t *e = calloc(1, sizeof *e);
+  if (e == NULL) return GEMMD_ENOMEM;
+  e->device = o->device;
+  e->use_lt = o->kernel != NULL && strcmp(o->kernel, "cublaslt") == 0;
+  e->use_graphs = o->graphs;
+  e->fault_after = o->fault_after;
+  e->base.ops = &cuda_ops;
+  e->base.backend = "cuda";
+  e->base.slots = N_SLOTS;
+  e->base.quantizes_a = 1;
+  e->base.row_align = ROW_ALIGN;
+  e->base.done = done;
+  e->base.done_ctx = done_ctx;
+  snprintf(e->base.device, sizeof e->base.device, "%.64s (sm_%d%d, %d SMs, %zu MiB)", prop.name,
+           prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem >> 20);
+  snprintf(e->base.kernel, sizeof e->base.kernel, "%s%s", e->use_lt ? "cublaslt" : "gemmd simple (mma.sync)",
+           e->use_graphs ? ", graphs" : ", eager");
+  pthread_mutex_init(&e->mu, NULL);
+  pthread_cond_init(&e->cv, NULL);
+  err = cudaSetDevice(e->device);
+  for (int i = 0; !err && i < N_SLOTS; i++) {
+    err = cudaStreamCreateWithFlags(&e->slots[i].stream, cudaStreamNonBlocking);
+    if (!err) err = cudaEventCreate(&e->slots[i].start);
+    if (!err) err = cudaEventCreate(&e->slots[i].stop);
+  }
+  if (!err && e->use_lt && gemmd_cublaslt_create(64u << 20, &e->lt) != GEMMD_OK) err = cudaErrorUnknown;
+  if (err) {
+    snprintf(why, whylen, "CUDA set-up failed: %s", cudaGetErrorString(err));
+    free(e);
+    return GEMMD_ENOTSUP;
+  }
+  pthread_create(&e->stager, NULL, stager_main, e);
+  pthread_create(&e->completer, NULL, completer_main, e);
+  *out = &e->base;
+  return GEMMD_OK;
+}
+
+/* --test-fault-after-batches: a real sticky device error, as a bad kernel would cause. */
+static int fault_kernel_launch(cudaStream_t stream) { return gemmd_cuda_inject_fault(stream); }
