@@ -14,7 +14,7 @@ targets=(
   //kernels:gemm_bench
 )
 # More GPU tests and tools join this list as they are written.
-for t in $(bazel query 'attr(tags, "gpu", tests(//...))' 2>/dev/null); do
+for t in $(bazel query 'kind(cc_test, attr(tags, "gpu", tests(//...)))' 2>/dev/null); do
   case " ${targets[*]} " in *" $t "*) ;; *) targets+=("$t") ;; esac
 done
 targets+=("$@")
@@ -28,7 +28,7 @@ done
 # Shared libraries from Debian that the GPU machine (Ubuntu) may lack or have in other
 # versions: everything ldd names except the C runtime and CUDA's own.
 for bin in .gpu/bin/*; do
-  ldd "$bin" | awk '/=>/ {print $3}' | while read -r lib; do
+  (ldd "$bin" 2>/dev/null || true) | awk '/=>/ {print $3}' | while read -r lib; do
     case "$(basename "$lib")" in
       libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|libstdc++.so*|libgcc_s.so*|ld-linux*) ;;
       libcuda.so*|libcublas*|libcudart*|libnvidia*) ;;

@@ -37,7 +37,7 @@ class Gemmctl(unittest.TestCase):
     def test_info_stats_ping(self):
         p = gemmctl(self.d, "info")
         self.assertIn("SERVING", p.stdout)
-        self.assertIn("backend      cpu", p.stdout)
+        self.assertIn("backend      " + H.BACKEND, p.stdout)
         st = json.loads(gemmctl(self.d, "stats", "--json").stdout)
         self.assertEqual(st["backend"], "cpu")
         self.assertTrue(st["ready"])

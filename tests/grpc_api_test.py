@@ -183,7 +183,7 @@ class WeightsAndStats(unittest.TestCase):
             for _ in range(5):
                 stub.Gemm(pb.GemmRequest(a=a, weight_name="alpha"))
             st = stub.GetStats(pb.GetStatsRequest())
-            self.assertEqual(st.backend, "cpu")
+            self.assertEqual(st.backend, H.BACKEND)
             self.assertTrue(st.ready)
             self.assertFalse(st.draining)
             self.assertEqual(st.weights, 2)

@@ -63,7 +63,7 @@ class Metrics(unittest.TestCase):
             self.assertEqual(s["gemmd_shm_clients"], 0)
             build = [k for k in s if k.startswith("gemmd_build_info{")]
             self.assertEqual(len(build), 1)
-            self.assertIn('backend="cpu"', build[0])
+            self.assertIn('backend="%s"' % H.BACKEND, build[0])
             for name in ("process_cpu_seconds_total", "process_resident_memory_bytes", "process_open_fds",
                          "process_max_fds", "process_start_time_seconds", "gemmd_graph_replays_total",
                          "gemmd_graph_captures_total", "gemmd_input_bytes_total",

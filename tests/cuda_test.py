@@ -1,0 +1,139 @@
+"""The CUDA engine on the H200 (tag gpu: CI builds it, the device runs it with
+GEMMD_TEST_ARGS="--backend cuda"): results against the FP64 reference over gRPC and
+shared memory (raw BF16/FP32 A quantized on the GPU, E5M2, inline B, many weights in one
+batch), graphs captured once and replayed, eager and cuBLASLt modes, and the device-fault
+path: UNAVAILABLE, NOT_SERVING, a non-zero exit, weights back after the restart."""
+
+import os
+import struct
+import sys
+import time
+import unittest
+
+import grpc
+import numpy as np
+
+import harness as H
+
+sys.path.insert(0, os.path.dirname(H.repo_path("client/python/gemmd_shm.py")))
+import gemmd_shm as S  # noqa: E402
+
+
+def metric(d, name):
+    _, body, _ = d.http("/metrics")
+    for line in body.decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    return None
+
+
+class CudaEngine(unittest.TestCase):
+    def setUp(self):
+        self.pb, _, _, _ = H.stubs()
+        self.rng = np.random.default_rng()
+
+    def mixed_requests(self, d):
+        """Many requests in one go: every A dtype, B registered and inline, all outputs."""
+        pb = self.pb
+        stub = d.stub()
+        k = 1000
+        weights = []
+        for i, (dt, sl) in enumerate([(H.DT_E4M3, H.SL_128X128), (H.DT_E5M2, H.SL_ROW),
+                                      (H.DT_E4M3, H.SL_TENSOR), (H.DT_BF16, H.SL_NONE)]):
+            b = H.make_matrix(pb, self.rng, 129 + 64 * i, k, dt, sl)
+            info = stub.RegisterWeight(iter([pb.RegisterWeightRequest(name="w%d" % i, weight=b)]))
+            weights.append((info.weight_id, b))  # BF16: the reference quantizes it as gemmd does
+        reqs, refs = [], {}
+        for i in range(48):
+            adt = [H.DT_E4M3, H.DT_E5M2, H.DT_BF16, H.DT_FP16, H.DT_FP32][i % 5]
+            al = H.SL_1X128 if adt in (H.DT_E4M3, H.DT_E5M2) else H.SL_NONE
+            out = [pb.DTYPE_BF16, pb.DTYPE_FP16, pb.DTYPE_FP32][i % 3]
+            a = H.make_matrix(pb, self.rng, 1 + (i * 7) % 33, k, adt, al)
+            if i % 6 == 5:
+                b = H.make_matrix(pb, self.rng, 77, k, H.DT_E4M3, H.SL_128X128)
+                reqs.append(pb.GemmRequest(request_id=i, a=a, b=b, out_dtype=out))
+            else:
+                wid, b = weights[i % len(weights)]
+                reqs.append(pb.GemmRequest(request_id=i, a=a, weight_id=wid, out_dtype=out))
+            refs[i] = (a, b, out)
+        groups = []
+        for resp in stub.GemmStream(iter(reqs)):
+            self.assertEqual(resp.error_code, 0, resp.error_message)
+            a, b, out = refs[resp.request_id]
+            err = H.rel_error(H.decode_output(resp.d), H.reference(a, b))
+            self.assertLessEqual(err, H.TOLERANCE[out], "request %d" % resp.request_id)
+            groups.append(resp.stats.batch_groups)
+        self.assertEqual(len(groups), len(reqs))
+        return max(groups)
+
+    def test_graphs_replay_without_recapture(self):
+        with H.Gemmd("--backend", "cuda") as d:
+            self.assertIn("backend=cuda", d.log_text())
+            most_groups = self.mixed_requests(d)
+            self.assertGreater(most_groups, 1)
+            # The same, over shared memory.
+            pb = self.pb
+            with S.Client(d.shm_socket) as c:
+                for _ in range(20):
+                    c.reset()
+                    a = H.make_matrix(pb, self.rng, 8, 256, H.DT_BF16, H.SL_NONE)
+                    b = H.make_matrix(pb, self.rng, 64, 256, H.DT_E4M3, H.SL_128X128)
+                    ao = c.alloc(len(a.data))
+                    c.write(ao, a.data)
+                    bo = c.alloc(len(b.data))
+                    c.write(bo, b.data)
+                    so = c.alloc(4 * len(b.scales))
+                    c.write(so, struct.pack("<%df" % len(b.scales), *b.scales))
+                    do = c.alloc(8 * 64 * 4)
+                    comp = c.gemm(m=8, k=256, n=64, a=(ao, H.DT_BF16, 0, 0), b=(bo, 1, 4, so), d=do,
+                                  d_capacity=8 * 64 * 4, out_dtype=pb.DTYPE_FP32)
+                    got = H.decode_output(pb.Matrix(rows=8, cols=64, dtype=pb.DTYPE_FP32, data=c.read(do, comp.d_bytes)))
+                    self.assertLessEqual(H.rel_error(got, H.reference(a, b)), 1e-4)
+            batches = metric(d, "gemmd_batches_total")
+            self.assertGreaterEqual(batches, 20)
+            self.assertEqual(metric(d, "gemmd_graph_replays_total"), batches)
+            self.assertLessEqual(metric(d, "gemmd_graph_captures_total"), 2, "one graph per slot")
+            self.assertGreater(metric(d, "gemmd_device_memory_used_bytes"), 0)
+
+    def test_eager_and_cublaslt(self):
+        for args, replays_expected in ((["--cuda-graphs", "off"], False),
+                                       (["--gemm-kernel", "cublaslt"], True)):
+            with H.Gemmd("--backend", "cuda", *args) as d:
+                pb = self.pb
+                stub = d.stub()
+                b = H.make_matrix(pb, self.rng, 512, 1024, H.DT_E4M3, H.SL_128X128)
+                wid = stub.RegisterWeight(iter([pb.RegisterWeightRequest(name="w", weight=b)])).weight_id
+                for m in (8, 64, 200):
+                    a = H.make_matrix(pb, self.rng, m, 1024, H.DT_E4M3, H.SL_1X128)
+                    r = stub.Gemm(pb.GemmRequest(a=a, weight_id=wid, out_dtype=pb.DTYPE_FP32))
+                    self.assertLessEqual(H.rel_error(H.decode_output(r.d), H.reference(a, b)), 1e-4, args)
+                replays = metric(d, "gemmd_graph_replays_total")
+                self.assertEqual(replays > 0, replays_expected, args)
+
+    def test_device_fault_exits_and_restart_restores(self):
+        pb = self.pb
+        wdir = os.path.join(H.tmpdir(), "cuda-weights-%d" % time.monotonic_ns())
+        d = H.Gemmd("--backend", "cuda", "--weight-dir", wdir, "--test-fault-after-batches", "3")
+        stub = d.stub()
+        b = H.make_matrix(pb, self.rng, 256, 512, H.DT_E4M3, H.SL_128X128)
+        wid = stub.RegisterWeight(iter([pb.RegisterWeightRequest(name="kept", weight=b)])).weight_id
+        a = H.make_matrix(pb, self.rng, 4, 512, H.DT_E4M3, H.SL_1X128)
+        for _ in range(2):
+            self.assertEqual(stub.Gemm(pb.GemmRequest(a=a, weight_id=wid)).d.rows, 4)
+        with self.assertRaises(grpc.RpcError) as e:
+            stub.Gemm(pb.GemmRequest(a=a, weight_id=wid), timeout=30)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+        self.assertIn("GPU failed", e.exception.details())
+        self.assertEqual(d.wait(timeout=60), 3, "a device fault must end gemmd with a non-zero exit")
+        self.assertIn("device failed: stopping", d.log_text())
+        d.stop()
+        with H.Gemmd("--backend", "cuda", "--weight-dir", wdir) as d2:
+            stub = d2.stub()
+            names = [w.name for w in stub.ListWeights(pb.ListWeightsRequest()).weights]
+            self.assertEqual(names, ["kept"])
+            r = stub.Gemm(pb.GemmRequest(a=a, weight_name="kept", out_dtype=pb.DTYPE_FP32))
+            self.assertLessEqual(H.rel_error(H.decode_output(r.d), H.reference(a, b)), 1e-4)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
