@@ -329,9 +329,10 @@ static cudaError_t enqueue_work(cuda_engine_t *e, slot_t *s, const layout_t *L, 
                          cudaMemcpyDeviceToHost, s->stream);
 }
 
-/* The graph's two copies, found after capture: the first node is the upload, the last
- * the download. */
-static cudaError_t find_copies(cudaGraph_t g, cudaGraphNode_t *h2d, cudaGraphNode_t *d2h) {
+/* The graph's two copies, found after capture by what they copy (node order says
+ * nothing): the upload reads the pinned buffer, the download writes into it. */
+static cudaError_t find_copies(cudaGraph_t g, const slot_t *s, cudaGraphNode_t *h2d,
+                               cudaGraphNode_t *d2h) {
   size_t n = 0;
   cudaError_t err = cudaGraphGetNodes(g, NULL, &n);
   if (err || n == 0) return err ? err : cudaErrorInvalidValue;
@@ -342,13 +343,16 @@ static cudaError_t find_copies(cudaGraph_t g, cudaGraphNode_t *h2d, cudaGraphNod
   for (size_t i = 0; !err && i < n; i++) {
     enum cudaGraphNodeType t;
     err = cudaGraphNodeGetType(nodes[i], &t);
-    if (!err && t == cudaGraphNodeTypeMemcpy) {
-      if (*h2d == NULL) *h2d = nodes[i];
-      *d2h = nodes[i];
-    }
+    if (err || t != cudaGraphNodeTypeMemcpy) continue;
+    struct cudaMemcpy3DParms p;
+    err = cudaGraphMemcpyNodeGetParams(nodes[i], &p);
+    if (err) break;
+    const uint8_t *src = p.srcPtr.ptr, *dst = p.dstPtr.ptr;
+    if (src == s->host) *h2d = nodes[i];
+    if (dst >= s->host && dst < s->host + s->cap) *d2h = nodes[i];
   }
   free(nodes);
-  return err ? err : (*h2d && *d2h && *h2d != *d2h ? cudaSuccess : cudaErrorInvalidValue);
+  return err ? err : (*h2d && *d2h ? cudaSuccess : cudaErrorInvalidValue);
 }
 
 static cudaError_t capture(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_batch_t *b,
@@ -364,7 +368,7 @@ static cudaError_t capture(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd
   }
   if (err) return err;
   err = cudaGraphInstantiate(exec, g, 0);
-  if (!err) err = find_copies(g, h2d, d2h);
+  if (!err) err = find_copies(g, s, h2d, d2h);
   cudaGraphDestroy(g);
   b->graph_captures++;
   return err;
@@ -385,7 +389,9 @@ static uint64_t lt_key(const gemmd_batch_t *b, const layout_t *L) {
   return h;
 }
 
-static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_batch_t *b) {
+static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_batch_t *b,
+                          const char **step) {
+  *step = "event";
   cudaError_t err = cudaEventRecord(s->start, s->stream);
   if (err) return err;
   if (e->fault_after > 0 && e->batches + 1 == (uint64_t)e->fault_after) {
@@ -394,8 +400,10 @@ static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_
     fault_kernel_launch(s->stream);
   }
   if (!e->use_graphs) {
+    *step = "eager work";
     err = enqueue_work(e, s, L, b);
   } else {
+    *step = "graph capture";
     cudaGraphExec_t exec;
     cudaGraphNode_t h2d, d2h;
     if (!e->use_lt) {
@@ -422,15 +430,20 @@ static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_
       hit->used = ++e->lt_clock;
       exec = hit->exec, h2d = hit->h2d, d2h = hit->d2h;
     }
+    *step = "graph copy update";
     err = cudaGraphExecMemcpyNodeSetParams1D(exec, h2d, s->dev, s->host, L->in_bytes, cudaMemcpyHostToDevice);
     if (!err) {
       err = cudaGraphExecMemcpyNodeSetParams1D(exec, d2h, s->host + L->h.d_arena, s->dev + L->h.d_arena,
                                                align256(b->d_bytes), cudaMemcpyDeviceToHost);
     }
-    if (!err) err = cudaGraphLaunch(exec, s->stream);
+    if (!err) {
+      *step = "graph launch";
+      err = cudaGraphLaunch(exec, s->stream);
+    }
     b->graph_replays++;
   }
   if (err) return err;
+  *step = "result copies";
   /* Shared-memory results go straight into the client's (registered) arena: one DMA each. */
   for (uint32_t i = 0; i < b->n_requests && !err; i++) {
     const gemmd_request_t *r = b->requests[i];
@@ -515,8 +528,13 @@ static void *stager_main(void *arg) {
         err = cudaErrorUnknown;
       } else if (!err) {
         stage(e, s, b, &L);
-        err = launch(e, s, &L, b);
-        if (err) cuda_failed(e, err, "batch launch");
+        const char *step = "";
+        err = launch(e, s, &L, b, &step);
+        if (err) {
+          char what[64];
+          snprintf(what, sizeof what, "batch launch (%s)", step);
+          cuda_failed(e, err, what);
+        }
       } else {
         cuda_failed(e, err, "batch buffers");
       }
