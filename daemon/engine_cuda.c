@@ -5,10 +5,10 @@
  * table, quantization jobs, A / A-scale / raw-A / inline-B / D arenas), fills a pinned
  * copy, and runs on the slot's stream: upload (one DMA), GPU quantization of raw A, the
  * grouped GEMM (or one cuBLASLt call per group), download of D (one DMA). With graphs on,
- * that sequence is captured once per slot and replayed for every batch: the kernels read
- * group count and shapes from the device buffer, and only the two copies' sizes change
- * (cudaGraphExecMemcpyNodeSetParams1D), so no batch needs a recapture. cuBLASLt graphs
- * depend on the shapes: they are cached by the batch's signature.
+ * the kernels between the two copies are captured once per slot and replayed for every
+ * batch: they read group count and shapes from the device buffer, so no batch needs a
+ * recapture; the copies, whose sizes change, stay plain stream copies around the replay.
+ * cuBLASLt graphs depend on the shapes: they are cached by the batch's signature.
  *
  * Two slots let batch i+1 stage and upload while batch i computes. A completion thread
  * waits on each slot's events in order, reads the device time, copies shared-memory
@@ -45,7 +45,6 @@ typedef struct {
 typedef struct {
   uint64_t key;
   cudaGraphExec_t exec;
-  cudaGraphNode_t h2d, d2h;
   uint64_t used;
 } lt_graph_t;
 
@@ -56,7 +55,6 @@ typedef struct {
   uint64_t cap;
   /* the gemmd kernel's graph for this slot's buffer */
   cudaGraphExec_t exec;
-  cudaGraphNode_t h2d, d2h;
   lt_graph_t lt[LT_CACHE];
   gemmd_batch_t *batch;
   gemmd_batch_header_t hdr;
@@ -286,10 +284,17 @@ static void stage(const cuda_engine_t *e, slot_t *s, gemmd_batch_t *b, const lay
 
 static int fault_kernel_launch(cudaStream_t stream);
 
-/* The sequence the graph holds: upload, quantize, GEMM, download. */
-static cudaError_t enqueue_work(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_batch_t *b) {
-  cudaError_t err = cudaMemcpyAsync(s->dev, s->host, L->in_bytes, cudaMemcpyHostToDevice, s->stream);
-  if (err) return err;
+static cudaError_t upload(slot_t *s, const layout_t *L) {
+  return cudaMemcpyAsync(s->dev, s->host, L->in_bytes, cudaMemcpyHostToDevice, s->stream);
+}
+
+static cudaError_t download(slot_t *s, const layout_t *L, const gemmd_batch_t *b) {
+  return cudaMemcpyAsync(s->host + L->h.d_arena, s->dev + L->h.d_arena, align256(b->d_bytes),
+                         cudaMemcpyDeviceToHost, s->stream);
+}
+
+/* The kernels a graph holds: quantize, GEMM. */
+static cudaError_t enqueue_kernels(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_batch_t *b) {
   if (gemmd_gpu_quantize_jobs(s->dev, s->stream) != GEMMD_OK) return cudaGetLastError();
   if (!e->use_lt) {
     if (gemmd_gpu_gemm(GEMMD_GPU_KERNEL_SIMPLE, s->dev, s->stream) != GEMMD_OK) return cudaErrorLaunchFailure;
@@ -325,42 +330,15 @@ static cudaError_t enqueue_work(cuda_engine_t *e, slot_t *s, const layout_t *L, 
       if (rc != GEMMD_OK) return rc == GEMMD_ENOTSUP ? cudaErrorNotSupported : cudaErrorLaunchFailure;
     }
   }
-  return cudaMemcpyAsync(s->host + L->h.d_arena, s->dev + L->h.d_arena, align256(b->d_bytes),
-                         cudaMemcpyDeviceToHost, s->stream);
-}
-
-/* The graph's two copies, found after capture by what they copy (node order says
- * nothing): the upload reads the pinned buffer, the download writes into it. */
-static cudaError_t find_copies(cudaGraph_t g, const slot_t *s, cudaGraphNode_t *h2d,
-                               cudaGraphNode_t *d2h) {
-  size_t n = 0;
-  cudaError_t err = cudaGraphGetNodes(g, NULL, &n);
-  if (err || n == 0) return err ? err : cudaErrorInvalidValue;
-  cudaGraphNode_t *nodes = calloc(n, sizeof *nodes);
-  if (nodes == NULL) return cudaErrorMemoryAllocation;
-  err = cudaGraphGetNodes(g, nodes, &n);
-  *h2d = *d2h = NULL;
-  for (size_t i = 0; !err && i < n; i++) {
-    enum cudaGraphNodeType t;
-    err = cudaGraphNodeGetType(nodes[i], &t);
-    if (err || t != cudaGraphNodeTypeMemcpy) continue;
-    struct cudaMemcpy3DParms p;
-    err = cudaGraphMemcpyNodeGetParams(nodes[i], &p);
-    if (err) break;
-    const uint8_t *src = p.srcPtr.ptr, *dst = p.dstPtr.ptr;
-    if (src == s->host) *h2d = nodes[i];
-    if (dst >= s->host && dst < s->host + s->cap) *d2h = nodes[i];
-  }
-  free(nodes);
-  return err ? err : (*h2d && *d2h ? cudaSuccess : cudaErrorInvalidValue);
+  return cudaSuccess;
 }
 
 static cudaError_t capture(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_batch_t *b,
-                           cudaGraphExec_t *exec, cudaGraphNode_t *h2d, cudaGraphNode_t *d2h) {
+                           cudaGraphExec_t *exec) {
   cudaGraph_t g;
   cudaError_t err = cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal);
   if (err) return err;
-  const cudaError_t work = enqueue_work(e, s, L, b);
+  const cudaError_t work = enqueue_kernels(e, s, L, b);
   err = cudaStreamEndCapture(s->stream, &g);
   if (work) {
     if (!err) cudaGraphDestroy(g);
@@ -368,7 +346,6 @@ static cudaError_t capture(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd
   }
   if (err) return err;
   err = cudaGraphInstantiate(exec, g, 0);
-  if (!err) err = find_copies(g, s, h2d, d2h);
   cudaGraphDestroy(g);
   b->graph_captures++;
   return err;
@@ -399,19 +376,21 @@ static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_
               e->batches + 1);
     fault_kernel_launch(s->stream);
   }
+  *step = "upload";
+  err = upload(s, L);
+  if (err) return err;
   if (!e->use_graphs) {
-    *step = "eager work";
-    err = enqueue_work(e, s, L, b);
+    *step = "kernels";
+    err = enqueue_kernels(e, s, L, b);
   } else {
     *step = "graph capture";
     cudaGraphExec_t exec;
-    cudaGraphNode_t h2d, d2h;
     if (!e->use_lt) {
       if (s->exec == NULL) {
-        err = capture(e, s, L, b, &s->exec, &s->h2d, &s->d2h);
+        err = capture(e, s, L, b, &s->exec);
         if (err) return err;
       }
-      exec = s->exec, h2d = s->h2d, d2h = s->d2h;
+      exec = s->exec;
     } else {
       const uint64_t key = lt_key(b, L);
       lt_graph_t *hit = NULL, *oldest = &s->lt[0];
@@ -422,25 +401,21 @@ static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_
       if (hit == NULL) {
         if (oldest->exec != NULL) cudaGraphExecDestroy(oldest->exec);
         memset(oldest, 0, sizeof *oldest);
-        err = capture(e, s, L, b, &oldest->exec, &oldest->h2d, &oldest->d2h);
+        err = capture(e, s, L, b, &oldest->exec);
         if (err) return err;
         oldest->key = key;
         hit = oldest;
       }
       hit->used = ++e->lt_clock;
-      exec = hit->exec, h2d = hit->h2d, d2h = hit->d2h;
+      exec = hit->exec;
     }
-    *step = "graph copy update";
-    err = cudaGraphExecMemcpyNodeSetParams1D(exec, h2d, s->dev, s->host, L->in_bytes, cudaMemcpyHostToDevice);
-    if (!err) {
-      err = cudaGraphExecMemcpyNodeSetParams1D(exec, d2h, s->host + L->h.d_arena, s->dev + L->h.d_arena,
-                                               align256(b->d_bytes), cudaMemcpyDeviceToHost);
-    }
-    if (!err) {
-      *step = "graph launch";
-      err = cudaGraphLaunch(exec, s->stream);
-    }
+    *step = "graph launch";
+    err = cudaGraphLaunch(exec, s->stream);
     b->graph_replays++;
+  }
+  if (!err) {
+    *step = "download";
+    err = download(s, L, b);
   }
   if (err) return err;
   *step = "result copies";

@@ -39,7 +39,7 @@ class Gemmctl(unittest.TestCase):
         self.assertIn("SERVING", p.stdout)
         self.assertIn("backend      " + H.BACKEND, p.stdout)
         st = json.loads(gemmctl(self.d, "stats", "--json").stdout)
-        self.assertEqual(st["backend"], "cpu")
+        self.assertEqual(st["backend"], H.BACKEND)
         self.assertTrue(st["ready"])
         p = gemmctl(self.d, "ping", "--count", "50")
         self.assertRegex(p.stdout, r"50 health checks, round trip p50 [0-9.]+ us")

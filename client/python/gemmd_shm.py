@@ -84,6 +84,10 @@ class Client:
         arena_fd, self.sq_efd, self.cq_efd = fds
         self.arena = mmap.mmap(arena_fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         os.close(arena_fd)
+        # Ring cursors are read and written as whole aligned words (a typed memoryview),
+        # never byte by byte as struct's "<I" does: gemmd reads them concurrently, and a
+        # torn cursor looks like a protocol violation (gemmd closes such a client).
+        self._words = memoryview(self.arena).cast("I")
         (_m, _v, _hb, self.size, self.sq_off, self.entries, self.cq_off, _cqn, self.data_off,
          self.data_bytes, _id, _mi) = GEOMETRY.unpack_from(self.arena, 0)
         self._next = self.data_off  # a bump allocator over the data region
@@ -109,10 +113,10 @@ class Client:
         return bytes(self.arena[off:off + n])
 
     def _u32(self, off):
-        return struct.unpack_from("<I", self.arena, off)[0]
+        return self._words[off >> 2]
 
     def _set_u32(self, off, v):
-        struct.pack_into("<I", self.arena, off, v & 0xFFFFFFFF)
+        self._words[off >> 2] = v & 0xFFFFFFFF
 
     # ---- rings --------------------------------------------------------------------------
     def submit(self, sqe_bytes):
@@ -251,6 +255,7 @@ class Client:
 
     def close(self):
         if self.sock is not None:
+            self._words.release()
             self.arena.close()
             os.close(self.sq_efd)
             os.close(self.cq_efd)

@@ -3,11 +3,13 @@
 # eager launch (1, 16, 128 groups), then one m=8 request against a registered 7168×2048
 # weight over shared memory and gRPC, with gemmd's kernel and with cuBLASLt: end-to-end
 # p50/p99, the device time of its batch, and the difference = gemmd's overhead.
-#   tools/bench/gpu_engine.sh [seconds]
-set -u
+#   tools/bench/gpu_engine.sh [seconds] [groups,groups,...]
+# Every step has a time limit; a step that fails prints the tail of gemmd's log.
+set -u -o pipefail
 cd "$(dirname "$0")/../.."
 source .gpu/gpu_env.sh
 secs="${1:-5}"
+groups="${2:-1,16,128}"
 start() { # args: extra gemmd flags; sets pid, grpc, sock
   sock="/tmp/gemmd-bench-$$-$RANDOM.sock"
   log="/tmp/gemmd-bench-$$.log"
@@ -16,20 +18,31 @@ start() { # args: extra gemmd flags; sets pid, grpc, sock
   for _ in $(seq 200); do grep -q 'msg="listening"' "$log" && break; sleep 0.1; done
   grpc="127.0.0.1:$(grep -o 'grpc_port=[0-9]*' "$log" | cut -d= -f2)"
 }
-stop() { kill -TERM "$pid"; wait "$pid"; }
+stop() {
+  kill -TERM "$pid"
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null
+  wait "$pid"
+}
+check() { # the last step's status; on failure, what gemmd said
+  local rc=$?
+  if [ "$rc" != 0 ]; then echo "(step failed, rc=$rc; gemmd log tail:)"; tail -n 15 "$log" | sed 's/^/    /'
+    timeout -s KILL 5 gemmctl --addr "$grpc" stats 2>&1 | grep -iE 'queue|inflight|batches|fail' | sed 's/^/    /'
+  fi
+}
 echo "## graph replay vs eager, per batch"
 for mode in on off; do
   start --cuda-graphs "$mode"
-  python3 tools/bench/gpu_graphs.py "$sock" "graphs=$mode" 30
+  timeout -s KILL 90 python3 tools/bench/gpu_graphs.py "$sock" "graphs=$mode" 30 "$groups"; check
   stop
 done
 echo "## m=8 x 7168x2048 (registered), concurrency 1"
 for kernel in gemmd cublaslt; do
   start --gemm-kernel "$kernel"
   echo "### kernel $kernel"
-  gemmctl --addr "unix://$sock" bench --transport shm --shape 8x7168x2048 --concurrency 1 \
-    --duration "$secs" --warmup 1 --quiet | sed 's/^/shm  /'
-  gemmctl --addr "$grpc" bench --shape 8x7168x2048 --concurrency 1 --duration "$secs" --warmup 1 \
-    --quiet | tail -n 1 | sed 's/^/grpc /'
+  timeout -s KILL $((secs + 15)) gemmctl --addr "unix://$sock" bench --transport shm --shape 8x7168x2048 \
+    --concurrency 1 --duration "$secs" --warmup 1 --quiet | sed 's/^/shm  /'; check
+  timeout -s KILL $((secs + 15)) gemmctl --addr "$grpc" bench --shape 8x7168x2048 --concurrency 1 \
+    --duration "$secs" --warmup 1 --quiet | tail -n 1 | sed 's/^/grpc /'; check
   stop
 done
