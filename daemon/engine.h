@@ -20,7 +20,9 @@ typedef void (*gemmd_engine_done_fn)(void *ctx, gemmd_batch_t *batch);
 typedef struct gemmd_engine_ops_s {
   /* Queues a batch; returns 0, or an error when it cannot (then done never runs). */
   int (*submit)(gemmd_engine_t *e, gemmd_batch_t *batch);
-  /* Makes the engine's copy of a weight (device upload); 0 or an error. */
+  /* Makes the engine's copy of a weight (device upload); 0 or an error. Runs on a uv pool
+   * thread (registration) or the loop (start-up restore), while batches run: it touches
+   * only the weight and thread-safe engine state. */
   int (*weight_load)(gemmd_engine_t *e, gemmd_weight_t *w);
   /* Drops the engine's copy; only called when no batch uses the weight. */
   void (*weight_unload)(gemmd_engine_t *e, gemmd_weight_t *w);

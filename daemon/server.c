@@ -377,6 +377,9 @@ typedef struct {
   gemmd_server_t *srv;
   gemmd_weight_t *w;
   int remove; /* 0: save the file; 1: delete it */
+  int load;   /* registration: the engine loads its copy first (off the loop: a GPU upload
+                 of a large weight takes milliseconds) */
+  int load_rc;
   int rc;
   char err[512];
   gemmd_weight_done_fn done; /* registration's caller */
@@ -386,6 +389,12 @@ typedef struct {
 static void weight_io_work(uv_work_t *req) {
   weight_io_t *io = req->data;
   const char *dir = io->srv->cfg->weight_dir;
+  if (io->load) {
+    gemmd_engine_t *eng = io->srv->engine;
+    io->load_rc = eng->ops->weight_load(eng, io->w);
+    if (io->load_rc != GEMMD_OK) return;
+  }
+  if (dir[0] == '\0') return;
   io->rc = io->remove ? gemmd_weight_store_delete(dir, io->w->id, io->err, sizeof io->err)
                       : gemmd_weight_store_save(dir, io->w, io->err, sizeof io->err);
 }
@@ -424,11 +433,19 @@ static void weight_io_after(uv_work_t *req, int status) {
   weight_io_t *io = req->data;
   gemmd_server_t *srv = io->srv;
   srv->weight_ops--;
-  if (status != 0 && io->rc == GEMMD_OK) {
-    io->rc = GEMMD_EIO;
+  if (status != 0) { /* cancelled: nothing ran */
+    if (io->load) io->load_rc = GEMMD_EIO;
+    if (io->rc == GEMMD_OK) io->rc = GEMMD_EIO;
     snprintf(io->err, sizeof io->err, "weight file operation cancelled");
   }
-  if (io->remove) {
+  if (io->load && io->load_rc != GEMMD_OK) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "the engine could not load weight '%s': %s", io->w->name,
+             gemmd_strerror(io->load_rc));
+    io->done(io->ctx, io->load_rc == GEMMD_ENOMEM ? CODE_RESOURCE_EXHAUSTED : CODE_INTERNAL, msg,
+             NULL);
+    gemmd_weights_unreserve(&srv->weights, io->w);
+  } else if (io->remove) {
     if (io->rc != GEMMD_OK) gemmd_log(GEMMD_LOG_ERROR, "weight file", "reason=\"%s\"", io->err);
     weight_gone(srv, io->w, io->rc, io->err);
   } else if (io->rc != GEMMD_OK) {
@@ -444,6 +461,8 @@ static void weight_io_after(uv_work_t *req, int status) {
   maybe_stop(srv);
 }
 
+/* On the uv pool: the engine's load (registration) and the weight file (with
+ * --weight-dir): saved at registration, deleted at removal. */
 static void start_weight_io(gemmd_server_t *srv, gemmd_weight_t *w, int remove,
                             gemmd_weight_done_fn done, void *ctx) {
   weight_io_t *io = calloc(1, sizeof *io);
@@ -451,6 +470,7 @@ static void start_weight_io(gemmd_server_t *srv, gemmd_weight_t *w, int remove,
     io->srv = srv;
     io->w = w;
     io->remove = remove;
+    io->load = !remove;
     io->done = done;
     io->ctx = ctx;
     io->work.data = io;
@@ -493,19 +513,7 @@ void gemmd_server_register_weight(gemmd_server_t *srv, gemmd_weight_t *w,
     gemmd_weight_free(w);
     return;
   }
-  const int rc = srv->engine->ops->weight_load(srv->engine, w);
-  if (rc != GEMMD_OK) {
-    snprintf(msg, sizeof msg, "the engine could not load weight '%s': %s", w->name,
-             gemmd_strerror(rc));
-    done(ctx, rc == GEMMD_ENOMEM ? CODE_RESOURCE_EXHAUSTED : CODE_INTERNAL, msg, NULL);
-    gemmd_weights_unreserve(&srv->weights, w);
-    return;
-  }
-  if (srv->cfg->weight_dir[0] != '\0') {
-    start_weight_io(srv, w, 0, done, ctx);
-  } else {
-    register_finished(srv, w, done, ctx);
-  }
+  start_weight_io(srv, w, 0, done, ctx); /* load, save, then register_finished */
 }
 
 void gemmd_server_unregister_weight(gemmd_server_t *srv, uint64_t id, const char *name,
