@@ -55,9 +55,10 @@ static const opt_t options[] = {
     ENUM(backend, "backend", "auto", "auto|cuda|cpu",
          "compute backend; auto takes the GPU when one is usable, else the CPU"),
     INT(device, "device", "0", 0, 1023, "CUDA device ordinal"),
-    ENUM(gemm_kernel, "gemm-kernel", "auto", "auto|gemmd|cublaslt",
-         "GPU GEMM: gemmd's own kernels, or cuBLASLt per group for comparison only: its FP8 "
-         "accumulation misses SPEC's FP32-output bound (1.3e-4 measured at K=1024; auto: gemmd)"),
+    ENUM(gemm_kernel, "gemm-kernel", "auto", "auto|gemmd|wgmma|cublaslt",
+         "GPU GEMM: gemmd's checked kernel (gemmd, mma.sync; auto picks it), the TMA + WGMMA "
+         "kernel (wgmma: new, not yet checked on the H200), or cuBLASLt per group for "
+         "comparison only (its FP8 accumulation misses SPEC's FP32-output bound: 1.3e-4 at K=1024)"),
     ENUM(cuda_graphs, "cuda-graphs", "on", "on|off",
          "replay a captured CUDA graph per batch (off: launch eagerly, for comparison)"),
     INT(test_fault_after_batches, "test-fault-after-batches", "0", 0, 1000000000,

@@ -31,7 +31,7 @@ typedef struct gemmd_config_s {
   /* Device. */
   char backend[16]; /* auto | cuda | cpu */
   int64_t device;
-  char gemm_kernel[16]; /* auto | gemmd | cublaslt */
+  char gemm_kernel[16]; /* auto | gemmd | wgmma | cublaslt */
   char cuda_graphs[8];  /* on | off */
   int64_t test_fault_after_batches;
   int64_t cpu_threads;

@@ -2,8 +2,8 @@
  *
  * Per batch: the loop has planned it (gemmd_batch_plan, rows of A 16-byte aligned); the
  * staging thread lays it out as one device batch buffer (kernels/group_table.h: header,
- * table, quantization jobs, A / A-scale / raw-A / inline-B / D arenas), fills a pinned
- * copy, and runs on the slot's stream: upload (one DMA), GPU quantization of raw A, the
+ * table, quantization jobs, the WGMMA kernel's tensor maps, A / A-scale / raw-A / inline-B
+ * / D arenas), fills a pinned copy, and runs on the slot's stream: upload (one DMA), GPU quantization of raw A, the
  * grouped GEMM (or one cuBLASLt call per group), download of D (one DMA). With graphs on,
  * the kernels between the two copies are captured once per slot and replayed for every
  * batch: they read group count and shapes from the device buffer, so no batch needs a
@@ -71,6 +71,7 @@ typedef struct {
   gemmd_engine_t base;
   int device;
   int use_lt, use_graphs;
+  gemmd_gpu_kernel_t kernel; /* gemmd's own kernel, when not use_lt */
   int64_t fault_after;
   gemmd_cublaslt_t *lt;
   slot_t slots[N_SLOTS];
@@ -216,6 +217,10 @@ static void lay_out(const cuda_engine_t *e, gemmd_batch_t *b, layout_t *L) {
   L->h.n_quant_jobs = n_jobs;
   uint64_t off = align256(sizeof L->h + b->n_groups * sizeof(gemmd_group_params_t) +
                           n_jobs * sizeof(gemmd_quant_job_t));
+  if (!e->use_lt && e->kernel == GEMMD_GPU_KERNEL_WGMMA) {
+    L->h.sched_arena = off; /* tensor maps and tile prefix sums (gemmd_gpu_gemm_prepare) */
+    off = align256(off + gemmd_gpu_gemm_sched_bytes(b->n_groups));
+  }
   L->h.sa_arena = off;
   off = align256(off + 4 * b->sa_count);
   L->h.raw_arena = off;
@@ -231,8 +236,9 @@ static void lay_out(const cuda_engine_t *e, gemmd_batch_t *b, layout_t *L) {
   L->total = align256(off + L->lt_scales) + 256;
 }
 
-/* Fills the pinned copy: header, table (device addresses), jobs, arenas. */
-static void stage(const cuda_engine_t *e, slot_t *s, gemmd_batch_t *b, const layout_t *L) {
+/* Fills the pinned copy: header, table (device addresses), jobs, arenas, and the
+ * kernel's own part (tensor maps). 0, or the gemmd_gpu_gemm_prepare error. */
+static int stage(const cuda_engine_t *e, slot_t *s, gemmd_batch_t *b, const layout_t *L) {
   uint8_t *H = s->host;
   gemmd_group_params_t *table = (gemmd_group_params_t *)(void *)(H + sizeof L->h);
   gemmd_quant_job_t *jobs = (gemmd_quant_job_t *)(void *)(H + sizeof L->h +
@@ -289,6 +295,7 @@ static void stage(const cuda_engine_t *e, slot_t *s, gemmd_batch_t *b, const lay
     raw = align256(raw + bytes);
   }
   memcpy(H, &L->h, sizeof L->h);
+  return e->use_lt ? GEMMD_OK : gemmd_gpu_gemm_prepare(e->kernel, H, (uint64_t)(uintptr_t)s->dev);
 }
 
 /* ---- The device work of one batch ---------------------------------------------------------- */
@@ -308,7 +315,7 @@ static cudaError_t download(slot_t *s, const layout_t *L, const gemmd_batch_t *b
 static cudaError_t enqueue_kernels(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_batch_t *b) {
   if (gemmd_gpu_quantize_jobs(s->dev, s->stream) != GEMMD_OK) return cudaGetLastError();
   if (!e->use_lt) {
-    if (gemmd_gpu_gemm(GEMMD_GPU_KERNEL_SIMPLE, s->dev, s->stream) != GEMMD_OK) return cudaErrorLaunchFailure;
+    if (gemmd_gpu_gemm(e->kernel, s->dev, s->stream) != GEMMD_OK) return cudaErrorLaunchFailure;
   } else {
     /* One cuBLASLt call per group: table entries are known on the host. */
     const gemmd_group_params_t *t = (const gemmd_group_params_t *)(void *)(s->host + sizeof L->h);
@@ -513,13 +520,20 @@ static void *stager_main(void *arg) {
         snprintf(b->message, sizeof b->message, "no device memory for a %" PRIu64 "-byte batch", L.total);
         err = cudaErrorUnknown;
       } else if (!err) {
-        stage(e, s, b, &L);
-        const char *step = "";
-        err = launch(e, s, &L, b, &step);
-        if (err) {
-          char what[64];
-          snprintf(what, sizeof what, "batch launch (%s)", step);
-          cuda_failed(e, err, what);
+        const int prep = stage(e, s, b, &L);
+        if (prep != GEMMD_OK) { /* the kernel refused the table: this batch fails, not the GPU */
+          b->status = 13; /* INTERNAL */
+          snprintf(b->message, sizeof b->message, "the GEMM kernel could not take this batch: %s",
+                   gemmd_strerror(prep));
+          err = cudaErrorUnknown;
+        } else {
+          const char *step = "";
+          err = launch(e, s, &L, b, &step);
+          if (err) {
+            char what[64];
+            snprintf(what, sizeof what, "batch launch (%s)", step);
+            cuda_failed(e, err, what);
+          }
         }
       } else {
         cuda_failed(e, err, "batch buffers");
@@ -671,6 +685,7 @@ int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn
   if (e == NULL) return GEMMD_ENOMEM;
   e->device = o->device;
   e->use_lt = o->kernel != NULL && strcmp(o->kernel, "cublaslt") == 0;
+  e->kernel = o->kernel != NULL && strcmp(o->kernel, "wgmma") == 0 ? GEMMD_GPU_KERNEL_WGMMA : GEMMD_GPU_KERNEL_SIMPLE;
   e->use_graphs = o->graphs;
   e->fault_after = o->fault_after;
   e->base.ops = &cuda_ops;
@@ -682,7 +697,10 @@ int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn
   e->base.done_ctx = done_ctx;
   snprintf(e->base.device, sizeof e->base.device, "%.64s (sm_%d%d, %d SMs, %zu MiB)", prop.name,
            prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem >> 20);
-  snprintf(e->base.kernel, sizeof e->base.kernel, "%s%s", e->use_lt ? "cublaslt" : "gemmd simple (mma.sync)",
+  snprintf(e->base.kernel, sizeof e->base.kernel, "%s%s",
+           e->use_lt                                 ? "cublaslt"
+           : e->kernel == GEMMD_GPU_KERNEL_WGMMA ? "gemmd wgmma (TMA + WGMMA)"
+                                                     : "gemmd simple (mma.sync)",
            e->use_graphs ? ", graphs" : ", eager");
   pthread_mutex_init(&e->mu, NULL);
   pthread_cond_init(&e->cv, NULL);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine: runs every test binary of the bundle (.gpu/bin/*_test), each with a
-# timeout, logs to $OUT (when set), and ends with "N passed, N failed".
+# timeout ($GEMMD_TEST_TIMEOUT seconds, default 300), logs to $OUT (when set), and ends
+# with "N passed, N failed".
 #   .gpu/gpu_run.sh [name-filter]
 here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/gpu_env.sh"
@@ -12,7 +13,7 @@ for t in "$here"/bin/*_test; do
   name=$(basename "$t")
   [ -n "$filter" ] && [[ "$name" != *"$filter"* ]] && continue
   start=$(date +%s%N)
-  if timeout 300 "$t" >"$out/$name.log" 2>&1; then
+  if timeout -s KILL "${GEMMD_TEST_TIMEOUT:-300}" "$t" >"$out/$name.log" 2>&1; then
     pass=$((pass + 1)); verdict=PASSED
   else
     fail=$((fail + 1)); verdict="FAILED (exit $?)"

@@ -3,7 +3,9 @@
 // 1×128 scales, B with 128×128 scales, BF16 out), a check of sampled rows against the FP64
 // reference for both, then timing with an L2 flush before every run (CUDA events, median).
 //
-//   gemm_bench [--kernel simple] [--reps N] [--only SUBSTRING] [--csv FILE]
+//   gemm_bench [--kernel simple|wgmma] [--reps N] [--only SUBSTRING] [--csv FILE]
+//
+// (default kernel: wgmma)
 //
 // Prints µs, TFLOPS, GB/s (A + B + scales + D, each once) and ours/cuBLASLt speed ratio.
 // cuBLASLt runs each group as its own call; a batch of groups is captured once as a CUDA
@@ -97,6 +99,7 @@ struct Bench {
   uint8_t *flush = nullptr;
   size_t flush_bytes = 256u << 20;
   gemmd_cublaslt_t *lt = nullptr;
+  gemmd_gpu_kernel_t kernel = GEMMD_GPU_KERNEL_WGMMA;
   int reps = 20;
 
   void flush_l2() { CUDA_OK(cudaMemsetAsync(flush, 0, flush_bytes, stream)); }
@@ -190,6 +193,8 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
   std::memset(&h, 0, sizeof h);
   h.n_groups = ng;
   uint64_t off = align256(sizeof h + ng * sizeof(gemmd_group_params_t));
+  h.sched_arena = off;
+  off = align256(off + gemmd_gpu_gemm_sched_bytes(ng));
   h.a_arena = off;
   off = align256(off + a_bytes);
   h.sa_arena = off;
@@ -205,12 +210,13 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
     std::memcpy(&host[h.sa_arena + 4 * table[i].sa_offset], sa[i].data(), sa[i].size() * 4);
   }
   uint8_t *batch = dev_alloc<uint8_t>(total);
+  TEST_CHECK(gemmd_gpu_gemm_prepare(B.kernel, host.data(), reinterpret_cast<uint64_t>(batch)) == GEMMD_OK, "prepare");
   CUDA_OK(cudaMemcpy(batch, host.data(), total, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemset(batch + h.d_arena, 0xFF, d_bytes));
 
   // Ours: correctness, then time.
   Timing ours, lt;
-  TEST_CHECK(gemmd_gpu_gemm(GEMMD_GPU_KERNEL_SIMPLE, batch, B.stream) == GEMMD_OK, "launch");
+  TEST_CHECK(gemmd_gpu_gemm(B.kernel, batch, B.stream) == GEMMD_OK, "launch");
   CUDA_OK(cudaStreamSynchronize(B.stream));
   for (uint32_t i : {0u, ng - 1}) {
     std::vector<uint16_t> d((size_t)table[i].m * table[i].n);
@@ -218,7 +224,7 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
     ours.err_max = std::max(ours.err_max, check_rows(a[i], sa[i], weights[c.share_weight ? 0 : i], table[i].m, d));
   }
   ours.ok = ours.err_max <= 1e-2;
-  ours.us = B.time_us([&] { gemmd_gpu_gemm(GEMMD_GPU_KERNEL_SIMPLE, batch, B.stream); });
+  ours.us = B.time_us([&] { gemmd_gpu_gemm(B.kernel, batch, B.stream); });
 
   // cuBLASLt: each group its own call, on converted A scales; D in its own buffer.
   std::vector<float *> sa_lt(ng);
@@ -317,12 +323,23 @@ int main(int argc, char **argv) {
     if (!std::strcmp(argv[i], "--reps")) B.reps = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--only")) only = argv[i + 1];
     if (!std::strcmp(argv[i], "--csv")) csv_path = argv[i + 1];
+    if (!std::strcmp(argv[i], "--kernel")) {
+      if (!std::strcmp(argv[i + 1], "simple")) {
+        B.kernel = GEMMD_GPU_KERNEL_SIMPLE;
+      } else if (!std::strcmp(argv[i + 1], "wgmma")) {
+        B.kernel = GEMMD_GPU_KERNEL_WGMMA;
+      } else {
+        std::fprintf(stderr, "gemm_bench: --kernel must be simple or wgmma, not '%s'\n", argv[i + 1]);
+        return 2;
+      }
+    }
   }
   test_rng_t rng = {test_seed("gemm_bench")};
   cudaDeviceProp prop;
   CUDA_OK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("# %s, %d SMs, L2 %d MB; E4M3 A 1x128 x E4M3 B 128x128 -> BF16; median of %d, L2 flushed\n",
-              prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, B.reps);
+  std::printf("# %s, %d SMs, L2 %d MB; kernel %s; E4M3 A 1x128 x E4M3 B 128x128 -> BF16; median of %d, L2 flushed\n",
+              prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20,
+              B.kernel == GEMMD_GPU_KERNEL_SIMPLE ? "simple" : "wgmma", B.reps);
   CUDA_OK(cudaStreamCreate(&B.stream));
   CUDA_OK(cudaEventCreate(&B.t0));
   CUDA_OK(cudaEventCreate(&B.t1));

@@ -22,7 +22,24 @@ extern "C" {
 
 typedef enum {
   GEMMD_GPU_KERNEL_SIMPLE = 0, /* mma.sync, correctness first (sm90_gemm_simple.cu) */
+  GEMMD_GPU_KERNEL_WGMMA = 1,  /* TMA + WGMMA, warp-specialized (sm90_gemm_wgmma.cu) */
 } gemmd_gpu_kernel_t;
+
+/* Bytes of a CUtensorMap in a batch's scheduling area. */
+#define GEMMD_GPU_TMAP_BYTES 128
+
+/* Size of the scheduling area a batch of n_groups needs (header.sched_arena, a multiple
+ * of 128 bytes from the start of the batch): two tensor maps per group, then n_groups + 1
+ * tile prefix sums. Every batch may carry one; only the WGMMA kernel reads it. */
+uint64_t gemmd_gpu_gemm_sched_bytes(uint32_t n_groups);
+
+/* The host's part of a batch for `kernel`, written into the host copy of the batch buffer
+ * (table final, b_data holding device addresses) that will be uploaded to `dev_batch`:
+ * for WGMMA, the tensor maps and tile prefix sums in the scheduling area and
+ * header.total_tiles. GEMMD_EINVAL for a table the kernel cannot take (zero sizes, lda/ldb
+ * below k or not a multiple of 16, unaligned B), GEMMD_EDEVICE without the driver's
+ * tensor-map encoder. Nothing to do (GEMMD_OK) for the other kernels. */
+int gemmd_gpu_gemm_prepare(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch);
 
 /* Runs the GEMM of the batch at `batch` (device memory; header, table, arenas). */
 int gemmd_gpu_gemm(gemmd_gpu_kernel_t kernel, const void *batch, cudaStream_t stream);

@@ -1,5 +1,5 @@
-// The grouped GEMM on the GPU (gpu_gemm.h) against the FP64 reference, on fresh random
-// inputs: every A dtype (FP8 as is; BF16/FP16/FP32 quantized on the GPU by the batch's
+// The grouped GEMM on the GPU (gpu_gemm.h), every kernel (simple, wgmma) on the same
+// batches, against the FP64 reference, on fresh random inputs: every A dtype (FP8 as is; BF16/FP16/FP32 quantized on the GPU by the batch's
 // jobs) × B dtype × B scale layout × output dtype, ragged M/N/K, batches of 1 to 256
 // groups of different weights, outputs poisoned first. Needs the H200 (tag gpu).
 #include <cuda_runtime_api.h>
@@ -88,6 +88,8 @@ int run_batch(test_rng_t *rng, std::vector<Group> &gs, const char *what) {
   h.n_groups = ng;
   h.n_quant_jobs = static_cast<uint32_t>(jobs.size());
   uint64_t off = align256(sizeof h + ng * sizeof(gemmd_group_params_t) + jobs.size() * sizeof(gemmd_quant_job_t));
+  h.sched_arena = off;
+  off = align256(off + gemmd_gpu_gemm_sched_bytes(ng));
   h.a_arena = off;
   off = align256(off + a_bytes);
   h.sa_arena = off;
@@ -137,47 +139,59 @@ int run_batch(test_rng_t *rng, std::vector<Group> &gs, const char *what) {
     std::memcpy(host.data() + sizeof h + ng * sizeof(gemmd_group_params_t), jobs.data(),
                 jobs.size() * sizeof(gemmd_quant_job_t));
   }
-  std::memset(host.data() + h.d_arena, 0xFF, d_bytes);  // poison: NaN in every output dtype
+  TEST_CHECK(gemmd_gpu_gemm_prepare(GEMMD_GPU_KERNEL_WGMMA, host.data(), reinterpret_cast<uint64_t>(dev)) ==
+                 GEMMD_OK,
+             "prepare (tensor maps)");
   CUDA_OK(cudaMemcpy(dev, host.data(), total, cudaMemcpyHostToDevice));
   TEST_CHECK(gemmd_gpu_quantize_jobs(dev, 0) == GEMMD_OK, "quantize launch");
-  TEST_CHECK(gemmd_gpu_gemm(GEMMD_GPU_KERNEL_SIMPLE, dev, 0) == GEMMD_OK, "gemm launch");
-  CUDA_OK(cudaDeviceSynchronize());
   std::vector<uint8_t> back(total);
-  CUDA_OK(cudaMemcpy(back.data(), dev, total, cudaMemcpyDeviceToHost));
-  CUDA_OK(cudaFree(dev));
-
   int bad = 0;
+  std::vector<std::vector<double>> refs(ng);
   for (uint32_t i = 0; i < ng; i++) {
-    Group &g = gs[i];
-    const gemmd_group_params_t &p = table[i];
-    // GPU quantization must match the CPU's bits.
-    if (!gemmd_dtype_is_fp8(g.a_src)) {
-      for (uint32_t r = 0; r < g.m; r++) {
-        if (std::memcmp(&back[h.a_arena + p.a_offset + (uint64_t)r * p.lda], g.a_q.data() + (size_t)r * g.k, g.k)) {
-          std::fprintf(stderr, "%s group %u: GPU-quantized A row %u differs from the CPU's\n", what, i, r);
-          bad++;
-          break;
+    const Group &g = gs[i];
+    const gemmd_operand_t a = {g.m, g.k, g.k, g.a_fp8, const_cast<uint8_t *>(g.a_q.data()), GEMMD_SCALE_BLOCK_1X128,
+                               const_cast<float *>(g.a_s.data())};
+    refs[i].resize((size_t)g.m * g.n);
+    gemmd_ref_gemm_f64(&a, &g.b.op, refs[i].data());
+  }
+  // Every kernel on the same quantized batch, each into a freshly poisoned D.
+  for (const gemmd_gpu_kernel_t kernel : {GEMMD_GPU_KERNEL_SIMPLE, GEMMD_GPU_KERNEL_WGMMA}) {
+    const char *kname = kernel == GEMMD_GPU_KERNEL_SIMPLE ? "simple" : "wgmma";
+    CUDA_OK(cudaMemset(dev + h.d_arena, 0xFF, d_bytes));  // poison: NaN in every output dtype
+    TEST_CHECK(gemmd_gpu_gemm(kernel, dev, 0) == GEMMD_OK, "gemm launch");
+    CUDA_OK(cudaDeviceSynchronize());
+    CUDA_OK(cudaMemcpy(back.data(), dev, total, cudaMemcpyDeviceToHost));
+    for (uint32_t i = 0; i < ng; i++) {
+      Group &g = gs[i];
+      const gemmd_group_params_t &p = table[i];
+      // GPU quantization must match the CPU's bits.
+      if (kernel == GEMMD_GPU_KERNEL_SIMPLE && !gemmd_dtype_is_fp8(g.a_src)) {
+        for (uint32_t r = 0; r < g.m; r++) {
+          if (std::memcmp(&back[h.a_arena + p.a_offset + (uint64_t)r * p.lda], g.a_q.data() + (size_t)r * g.k,
+                          g.k)) {
+            std::fprintf(stderr, "%s group %u: GPU-quantized A row %u differs from the CPU's\n", what, i, r);
+            bad++;
+            break;
+          }
         }
       }
-    }
-    const gemmd_operand_t a = {g.m, g.k, g.k, g.a_fp8, g.a_q.data(), GEMMD_SCALE_BLOCK_1X128, g.a_s.data()};
-    std::vector<double> ref((size_t)g.m * g.n);
-    gemmd_ref_gemm_f64(&a, &g.b.op, ref.data());
-    if (g.out == GEMMD_DTYPE_FP16) {
-      test_fp16_overflow_mask(ref.data(),
-                              reinterpret_cast<const uint16_t *>(&back[h.d_arena + p.d_offset]),
-                              ref.size(), what);
-    }
-    const double err = gemmd_rel_frobenius_error(ref.data(), &back[h.d_arena + p.d_offset], g.out, ref.size());
-    const double tol = g.out == GEMMD_DTYPE_FP32 ? 1e-4 : 1e-2;
-    if (!(err <= tol)) {
-      std::fprintf(stderr, "%s group %u: %ux%ux%u A=%s(%s) B=%s/%s out=%s: error %.3g > %g\n", what, i,
-                   g.m, g.n, g.k, gemmd_dtype_name(g.a_src), gemmd_scale_layout_name(g.a_layout),
-                   gemmd_dtype_name(g.b_dtype), gemmd_scale_layout_name(g.b_layout),
-                   gemmd_dtype_name(g.out), err, tol);
-      bad++;
+      std::vector<double> ref = refs[i];
+      if (g.out == GEMMD_DTYPE_FP16) {
+        test_fp16_overflow_mask(ref.data(), reinterpret_cast<const uint16_t *>(&back[h.d_arena + p.d_offset]),
+                                ref.size(), what);
+      }
+      const double err = gemmd_rel_frobenius_error(ref.data(), &back[h.d_arena + p.d_offset], g.out, ref.size());
+      const double tol = g.out == GEMMD_DTYPE_FP32 ? 1e-4 : 1e-2;
+      if (!(err <= tol)) {
+        std::fprintf(stderr, "%s [%s] group %u: %ux%ux%u A=%s(%s) B=%s/%s out=%s: error %.3g > %g\n", what, kname,
+                     i, g.m, g.n, g.k, gemmd_dtype_name(g.a_src), gemmd_scale_layout_name(g.a_layout),
+                     gemmd_dtype_name(g.b_dtype), gemmd_scale_layout_name(g.b_layout), gemmd_dtype_name(g.out),
+                     err, tol);
+        bad++;
+      }
     }
   }
+  CUDA_OK(cudaFree(dev));
   for (Group &g : gs) {
     test_matrix_free(&g.a_in);
     test_matrix_free(&g.b);
@@ -251,6 +265,6 @@ int main() {
                            GEMMD_DTYPE_FP8_E4M3, GEMMD_SCALE_BLOCK_128X128, GEMMD_DTYPE_BF16));
   groups += 2;
   bad += run_batch(&rng, big, "large");
-  std::printf("gpu_gemm_test: %d groups checked, %d failed\n", groups, bad);
+  std::printf("gpu_gemm_test: %d groups checked with each kernel (simple, wgmma), %d failures\n", groups, bad);
   return bad == 0 ? 0 : 1;
 }

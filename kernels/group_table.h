@@ -58,14 +58,14 @@ typedef struct gemmd_quant_job_s {
 typedef struct gemmd_batch_header_s {
   uint32_t n_groups;
   uint32_t n_quant_jobs;
-  uint32_t total_tiles; /* filled by the kernel launcher's host side, for the scheduler */
+  uint32_t total_tiles; /* filled by gemmd_gpu_gemm_prepare, for the tile scheduler */
   uint32_t reserved0;
   uint64_t a_arena;  /* byte offsets from the start of the batch buffer */
   uint64_t sa_arena;
   uint64_t raw_arena;
   uint64_t b_arena;  /* inline B operands */
   uint64_t d_arena;
-  uint64_t reserved1;
+  uint64_t sched_arena; /* kernels that need it (gpu_gemm.h): tensor maps, tile prefix sums */
 } gemmd_batch_header_t;
 
 #ifdef __cplusplus

@@ -16,6 +16,7 @@
 
 #include "kernels/errors.h"
 #include "kernels/gpu_gemm.h"
+#include "kernels/gpu_gemm_kernels.h"
 
 namespace {
 
@@ -262,8 +263,7 @@ int g_grid = 0;  // blocks of the persistent grid: a few per SM
 
 }  // namespace
 
-extern "C" int gemmd_gpu_gemm(gemmd_gpu_kernel_t kernel, const void *batch, cudaStream_t stream) {
-  if (batch == nullptr || kernel != GEMMD_GPU_KERNEL_SIMPLE) return GEMMD_EINVAL;
+int gemmd_gpu_gemm_simple(const void *batch, cudaStream_t stream) {
   const size_t smem = sizeof(SharedTiles);
   if (g_grid == 0) {
     int dev = 0, sms = 0, per_sm = 0;

@@ -95,11 +95,12 @@ class CudaEngine(unittest.TestCase):
             self.assertLessEqual(metric(d, "gemmd_graph_captures_total"), 2, "one graph per slot")
             self.assertGreater(metric(d, "gemmd_device_memory_used_bytes"), 0)
 
-    def test_eager_and_cublaslt(self):
+    def test_eager_wgmma_and_cublaslt(self):
         # gemmd's kernel is held to SPEC's 1e-4 (FP32 output); cuBLASLt, a comparison
         # baseline, accumulates FP8 products with fewer bits: 1.28e-4 was measured at
         # K=1024 on the H200 (docs/bench/gpu_engine.md), so it gets 1e-3.
         for args, replays_expected, tol in ((["--cuda-graphs", "off"], False, 1e-4),
+                                            (["--gemm-kernel", "wgmma"], True, 1e-4),
                                             (["--gemm-kernel", "cublaslt"], True, 1e-3)):
             with H.Gemmd("--backend", "cuda", *args) as d:
                 pb = self.pb

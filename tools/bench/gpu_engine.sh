@@ -37,7 +37,7 @@ for mode in on off; do
   stop
 done
 echo "## m=8 x 7168x2048 (registered), concurrency 1"
-for kernel in gemmd cublaslt; do
+for kernel in gemmd wgmma cublaslt; do
   start --gemm-kernel "$kernel"
   echo "### kernel $kernel"
   timeout -s KILL $((secs + 15)) gemmctl --addr "unix://$sock" bench --transport shm --shape 8x7168x2048 \
