@@ -3,11 +3,12 @@
  * Per batch: the loop has planned it (gemmd_batch_plan, rows of A 16-byte aligned); the
  * staging thread lays it out as one device batch buffer (kernels/group_table.h: header,
  * table, quantization jobs, the WGMMA kernel's tensor maps, A / A-scale / raw-A / inline-B
- * / D arenas), fills a pinned copy, and runs on the slot's stream: upload (one DMA), GPU quantization of raw A, the
- * grouped GEMM (or one cuBLASLt call per group), download of D (one DMA). With graphs on,
- * the kernels between the two copies are captured once per slot and replayed for every
- * batch: they read group count and shapes from the device buffer, so no batch needs a
- * recapture; the copies, whose sizes change, stay plain stream copies around the replay.
+ * / D arenas), fills a pinned copy, and runs on the slot's stream: upload (one DMA), GPU
+ * quantization of raw A, the grouped GEMM (or one cuBLASLt call per group), download of D
+ * (one DMA). With graphs on, the kernels between the two copies are captured once per slot
+ * and replayed for every batch: they read group count and shapes from the device buffer, so
+ * no batch needs a recapture; the copies, whose sizes change, stay plain stream copies
+ * around the replay.
  * cuBLASLt graphs depend on the shapes: they are cached by the batch's signature.
  *
  * Two slots let batch i+1 stage and upload while batch i computes. A completion thread
