@@ -113,8 +113,8 @@ static int cuda_weight_load(gemmd_engine_t *base, gemmd_weight_t *w) {
   d->ldb = (w->k + ROW_ALIGN - 1) / ROW_ALIGN * ROW_ALIGN;
   const size_t ns = gemmd_scale_count(w->scale_layout, w->n, w->k);
   const size_t data_bytes = (size_t)w->n * d->ldb;
-  /* One contiguous copy: a strided copy from pageable memory goes row by row (1024 rows
-   * of a 1 MiB weight took ~60 ms on the H200); rows that need padding are padded here. */
+  /* One contiguous copy (rows that need padding are padded here): with a strided copy
+   * from pageable memory, registering a 1 MiB weight took ~60 ms on the H200. */
   uint8_t *padded = NULL;
   if (d->ldb != w->k) {
     padded = calloc(w->n, d->ldb);
@@ -432,7 +432,11 @@ static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_
     err = cudaGraphLaunch(exec, s->stream);
     b->graph_replays++;
   }
-  if (!err) {
+  /* D comes back to the pinned buffer only for requests that read it there (gRPC); a
+   * batch of shared-memory requests gets just their own DMAs below. */
+  int host_readers = 0;
+  for (uint32_t i = 0; i < b->n_requests; i++) host_readers += b->requests[i]->d_dest == NULL;
+  if (!err && host_readers > 0) {
     *step = "download";
     err = download(s, L, b);
   }

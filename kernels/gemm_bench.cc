@@ -21,21 +21,13 @@
 #include <vector>
 
 #include "kernels/cublaslt_gemm.h"
+#include "kernels/cuda_check.h"
 #include "kernels/errors.h"
 #include "kernels/gpu_gemm.h"
 #include "kernels/ref_gemm.h"
 #include "kernels/testutil.h"
 
 namespace {
-
-#define CUDA_OK(x)                                                                         \
-  do {                                                                                     \
-    cudaError_t e_ = (x);                                                                  \
-    if (e_ != cudaSuccess) {                                                               \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                        \
-    }                                                                                      \
-  } while (0)
 
 template <typename T>
 T *dev_alloc(size_t n) {

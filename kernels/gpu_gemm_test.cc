@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cuda_check.h"
 #include "kernels/errors.h"
 #include "kernels/gpu_gemm.h"
 #include "kernels/quantize.h"
@@ -17,15 +18,6 @@
 #include "kernels/testutil.h"
 
 namespace {
-
-#define CUDA_OK(x)                                                                         \
-  do {                                                                                     \
-    cudaError_t e_ = (x);                                                                  \
-    if (e_ != cudaSuccess) {                                                               \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                        \
-    }                                                                                      \
-  } while (0)
 
 uint64_t align256(uint64_t x) { return (x + 255) & ~uint64_t(255); }
 

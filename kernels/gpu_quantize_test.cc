@@ -8,21 +8,13 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cuda_check.h"
 #include "kernels/errors.h"
 #include "kernels/gpu_quantize.h"
 #include "kernels/quantize.h"
 #include "kernels/testutil.h"
 
 namespace {
-
-#define CUDA_OK(x)                                                                     \
-  do {                                                                                 \
-    cudaError_t e_ = (x);                                                              \
-    if (e_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                    \
-    }                                                                                  \
-  } while (0)
 
 int g_cases = 0;
 

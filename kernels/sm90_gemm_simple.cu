@@ -10,12 +10,11 @@
 //   MMA: each warp owns a 32×32 piece: 2×4 mma.sync tiles per 32 of K;
 //   promotion: after each BK = 128 block, final += block_acc · sa(m, kb) · sb(n, kb);
 //   epilogue: round to the output dtype and store, bounds-checked.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <stdint.h>
 
 #include "kernels/errors.h"
 #include "kernels/gpu_gemm.h"
+#include "kernels/gpu_gemm_device.cuh"
 #include "kernels/gpu_gemm_kernels.h"
 
 namespace {
@@ -37,8 +36,6 @@ struct SharedTiles {
   uint8_t b[BN][kSmemRow];
   uint32_t tile_start[GEMMD_GPU_MAX_GROUPS + 1];
 };
-
-__device__ __forceinline__ uint32_t ceil_div(uint32_t x, uint32_t y) { return (x + y - 1) / y; }
 
 // 16 bytes of a row, or zeros past the row's stride.
 __device__ __forceinline__ uint4 load_chunk(const uint8_t *row, uint32_t byte, uint32_t ld) {
@@ -83,23 +80,9 @@ __device__ __forceinline__ float b_scale(const gemmd_group_params_t &g, uint32_t
     case GEMMD_SCALE_ROW:
       return s[n];
     case GEMMD_SCALE_BLOCK_128X128:
-      return s[(size_t)(n / 128) * ceil_div(g.k, 128) + kb];
+      return s[(size_t)(n / 128) * gemmd_ceil_div(g.k, 128) + kb];
     default:
       return 1.0f;
-  }
-}
-
-__device__ __forceinline__ void store_out(uint8_t *d, uint8_t out_dtype, size_t idx, float v) {
-  switch (out_dtype) {
-    case GEMMD_DTYPE_FP32:
-      reinterpret_cast<float *>(d)[idx] = v;
-      break;
-    case GEMMD_DTYPE_FP16:
-      reinterpret_cast<__half *>(d)[idx] = __float2half_rn(v);
-      break;
-    default:
-      reinterpret_cast<__nv_bfloat16 *>(d)[idx] = __float2bfloat16_rn(v);
-      break;
   }
 }
 
@@ -113,7 +96,7 @@ __device__ void tile(SharedTiles &sm, const gemmd_group_params_t &g, const uint8
   const uint8_t *A = a_arena + g.a_offset;
   const uint8_t *B = reinterpret_cast<const uint8_t *>(g.b_data);
   const float *SA = sa_arena + g.sa_offset;
-  const uint32_t kblocks = ceil_div(g.k, BK);
+  const uint32_t kblocks = gemmd_ceil_div(g.k, BK);
 
   float final_acc[2][4][4];
 #pragma unroll
@@ -205,7 +188,7 @@ __device__ void tile(SharedTiles &sm, const gemmd_group_params_t &g, const uint8
 #pragma unroll
         for (int j = 0; j < 2; j++) {
           const uint32_t col = n0 + wn + nt * 8 + tig * 2 + j;
-          if (col < g.n) store_out(D, g.out_dtype, (size_t)row * g.n + col, final_acc[mt][nt][half * 2 + j]);
+          if (col < g.n) gemmd_store_out(D, g.out_dtype, (size_t)row * g.n + col, final_acc[mt][nt][half * 2 + j]);
         }
     }
 }
@@ -222,7 +205,7 @@ __global__ void __launch_bounds__(kThreads) grouped_gemm_kernel(const uint8_t *b
 
   // Tile counts of every group, then their prefix sums: the scheduler's map.
   for (uint32_t g = threadIdx.x; g < n_groups; g += kThreads) {
-    sm.tile_start[g + 1] = ceil_div(table[g].m, BM) * ceil_div(table[g].n, BN);
+    sm.tile_start[g + 1] = gemmd_ceil_div(table[g].m, BM) * gemmd_ceil_div(table[g].n, BN);
   }
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -244,7 +227,7 @@ __global__ void __launch_bounds__(kThreads) grouped_gemm_kernel(const uint8_t *b
     }
     const gemmd_group_params_t g = table[lo];
     const uint32_t local = t - sm.tile_start[lo];
-    const uint32_t n_tiles = ceil_div(g.n, BN);
+    const uint32_t n_tiles = gemmd_ceil_div(g.n, BN);
     const uint32_t m0 = (local / n_tiles) * BM, n0 = (local % n_tiles) * BN;
     const bool ae5 = g.a_dtype == GEMMD_DTYPE_FP8_E5M2, be5 = g.b_dtype == GEMMD_DTYPE_FP8_E5M2;
     if (!ae5 && !be5) {

@@ -20,8 +20,6 @@
 // The grid (one CTA per SM) and everything else is fixed, so a captured graph replays for
 // any batch.
 #include <cuda.h>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cudaTypedefs.h>
 #include <stdint.h>
 
@@ -29,6 +27,7 @@
 
 #include "kernels/errors.h"
 #include "kernels/gpu_gemm.h"
+#include "kernels/gpu_gemm_device.cuh"
 #include "kernels/gpu_gemm_kernels.h"
 
 namespace {
@@ -45,8 +44,6 @@ static_assert(BK == GEMMD_SCALE_BLOCK, "promotion once per scale block");
 static_assert(BN == GEMMD_SCALE_BLOCK, "a tile's columns share one row of 128x128 B scales");
 static_assert(kStageA % 1024 == 0 && kStageB % 1024 == 0, "128B-swizzled tiles are 1024-byte aligned");
 static_assert(GEMMD_GPU_TMAP_BYTES == 128, "a CUtensorMap is 128 bytes");
-
-__device__ __forceinline__ uint32_t ceil_div(uint32_t x, uint32_t y) { return (x + y - 1) / y; }
 
 __device__ __forceinline__ uint32_t smem_addr(const void *p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -191,22 +188,8 @@ __device__ __forceinline__ TileRef locate(const gemmd_group_params_t *table, con
     }
   }
   const uint32_t local = t - starts[lo];
-  const uint32_t m_tiles = ceil_div(table[lo].m, BM);
+  const uint32_t m_tiles = gemmd_ceil_div(table[lo].m, BM);
   return {lo, (local % m_tiles) * BM, (local / m_tiles) * BN};
-}
-
-__device__ __forceinline__ void store_out(uint8_t *d, uint8_t out_dtype, size_t idx, float v) {
-  switch (out_dtype) {
-    case GEMMD_DTYPE_FP32:
-      reinterpret_cast<float *>(d)[idx] = v;
-      break;
-    case GEMMD_DTYPE_FP16:
-      reinterpret_cast<__half *>(d)[idx] = __float2half_rn(v);
-      break;
-    default:
-      reinterpret_cast<__nv_bfloat16 *>(d)[idx] = __float2bfloat16_rn(v);
-      break;
-  }
 }
 
 struct Shared {
@@ -216,11 +199,10 @@ struct Shared {
 
 template <bool kAE5M2, bool kBE5M2>
 __device__ __forceinline__ void consume_tile(const gemmd_group_params_t &g, const TileRef &tr, uint8_t *tiles,
-                                             Shared &sh, uint32_t &stage, uint32_t &phase, const uint8_t *a_arena_base,
-                                             const float *sa_arena, uint8_t *d_arena, uint32_t wg) {
-  (void)a_arena_base;
+                                             Shared &sh, uint32_t &stage, uint32_t &phase, const float *sa_arena,
+                                             uint8_t *d_arena, uint32_t wg) {
   const uint32_t tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
-  const uint32_t kblocks = ceil_div(g.k, BK);
+  const uint32_t kblocks = gemmd_ceil_div(g.k, BK);
   const uint32_t row0 = tr.m0 + wg * 64 + warp * 16 + lane / 4, row1 = row0 + 8;
   const bool live = tr.m0 + wg * 64 < g.m;  // this warpgroup's 64 rows hold any of the group's
   const float *SA = sa_arena + g.sa_offset;
@@ -263,8 +245,8 @@ __device__ __forceinline__ void consume_tile(const gemmd_group_params_t &g, cons
       const uint32_t col = tr.n0 + 8 * j + 2 * (lane % 4) + e;
       if (col >= g.n) continue;
       const float cs = g.b_layout == GEMMD_SCALE_ROW ? SB[col] : g.b_layout == GEMMD_SCALE_TENSOR ? SB[0] : 1.0f;
-      if (row0 < g.m) store_out(D, g.out_dtype, (size_t)row0 * g.n + col, total[j * 4 + e] * cs);
-      if (row1 < g.m) store_out(D, g.out_dtype, (size_t)row1 * g.n + col, total[j * 4 + 2 + e] * cs);
+      if (row0 < g.m) gemmd_store_out(D, g.out_dtype, (size_t)row0 * g.n + col, total[j * 4 + e] * cs);
+      if (row1 < g.m) gemmd_store_out(D, g.out_dtype, (size_t)row1 * g.n + col, total[j * 4 + 2 + e] * cs);
     }
   }
 }
@@ -304,7 +286,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
         tmap_acquire(tm_b);
         last_group = tr.group;
       }
-      const uint32_t kblocks = ceil_div(table[tr.group].k, BK);
+      const uint32_t kblocks = gemmd_ceil_div(table[tr.group].k, BK);
       for (uint32_t kb = 0; kb < kblocks; kb++) {
         mbar_wait(&sh.empty[stage], phase ^ 1);
         uint8_t *dst = tiles + stage * (kStageA + kStageB);
@@ -321,7 +303,6 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
   }
 
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-  const uint8_t *a_arena = batch + hdr->a_arena;
   const float *sa_arena = reinterpret_cast<const float *>(batch + hdr->sa_arena);
   uint8_t *d_arena = const_cast<uint8_t *>(batch) + hdr->d_arena;
   for (uint32_t t = blockIdx.x; t < total; t += gridDim.x) {
@@ -329,13 +310,13 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
     const gemmd_group_params_t g = table[tr.group];
     const bool ae5 = g.a_dtype == GEMMD_DTYPE_FP8_E5M2, be5 = g.b_dtype == GEMMD_DTYPE_FP8_E5M2;
     if (!ae5 && !be5) {
-      consume_tile<false, false>(g, tr, tiles, sh, stage, phase, a_arena, sa_arena, d_arena, wg - 1);
+      consume_tile<false, false>(g, tr, tiles, sh, stage, phase, sa_arena, d_arena, wg - 1);
     } else if (!ae5 && be5) {
-      consume_tile<false, true>(g, tr, tiles, sh, stage, phase, a_arena, sa_arena, d_arena, wg - 1);
+      consume_tile<false, true>(g, tr, tiles, sh, stage, phase, sa_arena, d_arena, wg - 1);
     } else if (ae5 && !be5) {
-      consume_tile<true, false>(g, tr, tiles, sh, stage, phase, a_arena, sa_arena, d_arena, wg - 1);
+      consume_tile<true, false>(g, tr, tiles, sh, stage, phase, sa_arena, d_arena, wg - 1);
     } else {
-      consume_tile<true, true>(g, tr, tiles, sh, stage, phase, a_arena, sa_arena, d_arena, wg - 1);
+      consume_tile<true, true>(g, tr, tiles, sh, stage, phase, sa_arena, d_arena, wg - 1);
     }
   }
 }
