@@ -4,7 +4,10 @@
 // reference for both, then timing with an L2 flush before every run (CUDA events, median).
 //
 //   gemm_bench [--kernel simple|wgmma] [--reps N] [--only SUBSTRING] [--csv FILE]
+//              [--tile-n 16,32,64,128]
 //
+// --tile-n also times the WGMMA kernel with each of those tile widths (column
+// "[tile_n:us]"); column "tn" is the width the kernel chose itself.
 // (default kernel: wgmma)
 //
 // Prints µs, TFLOPS, GB/s (A + B + scales + D, each once) and ours/cuBLASLt speed ratio.
@@ -93,6 +96,7 @@ struct Bench {
   gemmd_cublaslt_t *lt = nullptr;
   gemmd_gpu_kernel_t kernel = GEMMD_GPU_KERNEL_WGMMA;
   int reps = 20;
+  std::vector<uint32_t> sweep;  // --tile-n: widths to time besides the kernel's own choice
 
   void flush_l2() { CUDA_OK(cudaMemsetAsync(flush, 0, flush_bytes, stream)); }
 
@@ -202,21 +206,40 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
     std::memcpy(&host[h.sa_arena + 4 * table[i].sa_offset], sa[i].data(), sa[i].size() * 4);
   }
   uint8_t *batch = dev_alloc<uint8_t>(total);
-  TEST_CHECK(gemmd_gpu_gemm_prepare(B.kernel, host.data(), reinterpret_cast<uint64_t>(batch)) == GEMMD_OK, "prepare");
-  CUDA_OK(cudaMemcpy(batch, host.data(), total, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemset(batch + h.d_arena, 0xFF, d_bytes));
 
-  // Ours: correctness, then time.
+  // Ours with tiles of `tile_n` columns (0: the kernel's own choice): prepare, upload,
+  // check, then time. `chosen` gets the tile width the batch ran with.
+  auto run_ours = [&](uint32_t tile_n, bool check, uint32_t *chosen) {
+    Timing t;
+    TEST_CHECK(gemmd_gpu_gemm_force_tile_n(tile_n) == GEMMD_OK, "tile_n %u", tile_n);
+    TEST_CHECK(gemmd_gpu_gemm_prepare(B.kernel, host.data(), reinterpret_cast<uint64_t>(batch)) == GEMMD_OK,
+               "prepare");
+    gemmd_gpu_gemm_force_tile_n(0);
+    *chosen = reinterpret_cast<const gemmd_batch_header_t *>(host.data())->tile_n;
+    CUDA_OK(cudaMemcpy(batch, host.data(), total, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemset(batch + h.d_arena, 0xFF, d_bytes));
+    TEST_CHECK(gemmd_gpu_gemm(B.kernel, batch, B.stream) == GEMMD_OK, "launch");
+    CUDA_OK(cudaStreamSynchronize(B.stream));
+    for (uint32_t i = 0; check && i < ng; i = i == 0 && ng > 1 ? ng - 1 : ng) {  // first and last group
+      std::vector<uint16_t> d((size_t)table[i].m * table[i].n);
+      CUDA_OK(cudaMemcpy(d.data(), batch + h.d_arena + table[i].d_offset, d.size() * 2, cudaMemcpyDeviceToHost));
+      t.err_max = std::max(t.err_max, check_rows(a[i], sa[i], weights[c.share_weight ? 0 : i], table[i].m, d));
+    }
+    t.ok = t.err_max <= 1e-2;
+    t.us = B.time_us([&] { gemmd_gpu_gemm(B.kernel, batch, B.stream); });
+    return t;
+  };
   Timing ours, lt;
-  TEST_CHECK(gemmd_gpu_gemm(B.kernel, batch, B.stream) == GEMMD_OK, "launch");
-  CUDA_OK(cudaStreamSynchronize(B.stream));
-  for (uint32_t i : {0u, ng - 1}) {
-    std::vector<uint16_t> d((size_t)table[i].m * table[i].n);
-    CUDA_OK(cudaMemcpy(d.data(), batch + h.d_arena + table[i].d_offset, d.size() * 2, cudaMemcpyDeviceToHost));
-    ours.err_max = std::max(ours.err_max, check_rows(a[i], sa[i], weights[c.share_weight ? 0 : i], table[i].m, d));
+  uint32_t tile_n = 0;
+  std::string sweep;
+  for (uint32_t tn : B.sweep) {
+    uint32_t used = 0;
+    const Timing t = run_ours(tn, false, &used);  // gpu_gemm_test checks every width
+    char cell[48];
+    std::snprintf(cell, sizeof cell, " %u:%.1f", tn, t.us);
+    sweep += cell;
   }
-  ours.ok = ours.err_max <= 1e-2;
-  ours.us = B.time_us([&] { gemmd_gpu_gemm(B.kernel, batch, B.stream); });
+  ours = run_ours(0, true, &tile_n);  // last, so the batch holds the chosen configuration
 
   // cuBLASLt: each group its own call, on converted A scales; D in its own buffer.
   std::vector<float *> sa_lt(ng);
@@ -237,7 +260,7 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
   for (uint32_t i = 0; i < ng && lt_rc == GEMMD_OK; i++) lt_rc = gemmd_cublaslt_gemm(B.lt, &calls[i], B.stream);
   CUDA_OK(cudaStreamSynchronize(B.stream));
   if (lt_rc == GEMMD_OK) {
-    for (uint32_t i : {0u, ng - 1}) {
+    for (uint32_t i = 0; i < ng; i = i == 0 && ng > 1 ? ng - 1 : ng) {  // first and last group
       std::vector<uint16_t> d((size_t)table[i].m * table[i].n);
       CUDA_OK(cudaMemcpy(d.data(), reinterpret_cast<uint8_t *>(d_lt) + table[i].d_offset, d.size() * 2,
                          cudaMemcpyDeviceToHost));
@@ -261,16 +284,19 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
     lt.ok = false;
   }
   const double tf_ours = flops / (ours.us * 1e-6) * 1e-12, tf_lt = lt.us > 0 ? flops / (lt.us * 1e-6) * 1e-12 : 0;
-  std::printf("%-34s %9.1f %8.1f %8.2f %6s | %9.1f %8.1f %8.2f %6s | %6.2fx\n", c.name.c_str(), ours.us, tf_ours,
+  std::printf("%-34s %4u %9.1f %8.1f %8.2f %6s | %9.1f %8.1f %8.2f %6s | %6.2fx%s\n", c.name.c_str(), tile_n,
+              ours.us, tf_ours,
               bytes / (ours.us * 1e-6) * 1e-12, ours.ok ? "ok" : "FAIL", lt.us, tf_lt,
               lt.us > 0 ? bytes / (lt.us * 1e-6) * 1e-12 : 0.0,
               lt_rc != GEMMD_OK ? gemmd_strerror(lt_rc) : (lt.ok ? "ok" : "FAIL"),
-              lt.us > 0 ? lt.us / ours.us : 0.0);
+              lt.us > 0 ? lt.us / ours.us : 0.0, sweep.c_str());
   std::fflush(stdout);
   if (csv != nullptr) {
-    std::fprintf(csv, "%s,%.2f,%.1f,%.3f,%.3g,%.2f,%.1f,%.3f,%.3g,%.3f\n", c.name.c_str(), ours.us, tf_ours,
+    std::fprintf(csv, "%s,%u,%.2f,%.1f,%.3f,%.3g,%.2f,%.1f,%.3f,%.3g,%.3f,%s\n", c.name.c_str(), tile_n, ours.us,
+                 tf_ours,
                  bytes / (ours.us * 1e-6) * 1e-12, ours.err_max, lt.us, tf_lt,
-                 lt.us > 0 ? bytes / (lt.us * 1e-6) * 1e-12 : 0.0, lt.err_max, lt.us > 0 ? lt.us / ours.us : 0.0);
+                 lt.us > 0 ? bytes / (lt.us * 1e-6) * 1e-12 : 0.0, lt.err_max, lt.us > 0 ? lt.us / ours.us : 0.0,
+                 sweep.c_str());
   }
   for (float *p : sa_lt) cudaFree(p);
   cudaFree(d_lt);
@@ -315,6 +341,19 @@ int main(int argc, char **argv) {
     if (!std::strcmp(argv[i], "--reps")) B.reps = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--only")) only = argv[i + 1];
     if (!std::strcmp(argv[i], "--csv")) csv_path = argv[i + 1];
+    if (!std::strcmp(argv[i], "--tile-n")) {
+      for (const char *p = argv[i + 1]; *p != '\0';) {
+        char *end = nullptr;
+        const unsigned long tn = std::strtoul(p, &end, 10);
+        if (end == p || gemmd_gpu_gemm_force_tile_n((uint32_t)tn) != GEMMD_OK || tn == 0) {
+          std::fprintf(stderr, "gemm_bench: --tile-n takes a list of 16, 32, 64, 128, not '%s'\n", argv[i + 1]);
+          return 2;
+        }
+        B.sweep.push_back((uint32_t)tn);
+        p = *end == ',' ? end + 1 : end;
+      }
+      gemmd_gpu_gemm_force_tile_n(0);
+    }
     if (!std::strcmp(argv[i], "--kernel")) {
       if (!std::strcmp(argv[i + 1], "simple")) {
         B.kernel = GEMMD_GPU_KERNEL_SIMPLE;
@@ -338,9 +377,9 @@ int main(int argc, char **argv) {
   B.flush = dev_alloc<uint8_t>(B.flush_bytes);
   TEST_CHECK(gemmd_cublaslt_create(64u << 20, &B.lt) == GEMMD_OK, "cublasLt");
   FILE *csv = csv_path ? std::fopen(csv_path, "w") : nullptr;
-  if (csv) std::fprintf(csv, "case,us,tflops,tbps,err,lt_us,lt_tflops,lt_tbps,lt_err,speedup\n");
-  std::printf("%-34s %9s %8s %8s %6s | %9s %8s %8s %6s | %7s\n", "case", "us", "TFLOPS", "TB/s", "check",
-              "lt_us", "lt_TF", "lt_TB/s", "check", "vs lt");
+  if (csv) std::fprintf(csv, "case,tile_n,us,tflops,tbps,err,lt_us,lt_tflops,lt_tbps,lt_err,speedup,sweep\n");
+  std::printf("%-34s %4s %9s %8s %8s %6s | %9s %8s %8s %6s | %7s%s\n", "case", "tn", "us", "TFLOPS", "TB/s",
+              "check", "lt_us", "lt_TF", "lt_TB/s", "check", "vs lt", B.sweep.empty() ? "" : "  [tile_n:us]");
   for (const Case &c : cases()) {
     if (only && c.name.find(only) == std::string::npos) continue;
     run_case(B, &rng, c, csv);

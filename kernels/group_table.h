@@ -59,7 +59,7 @@ typedef struct gemmd_batch_header_s {
   uint32_t n_groups;
   uint32_t n_quant_jobs;
   uint32_t total_tiles; /* filled by gemmd_gpu_gemm_prepare, for the tile scheduler */
-  uint32_t reserved0;
+  uint32_t tile_n;      /* columns per output tile, chosen by gemmd_gpu_gemm_prepare */
   uint64_t a_arena;  /* byte offsets from the start of the batch buffer */
   uint64_t sa_arena;
   uint64_t raw_arena;

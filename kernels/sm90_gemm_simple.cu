@@ -193,7 +193,8 @@ __device__ void tile(SharedTiles &sm, const gemmd_group_params_t &g, const uint8
     }
 }
 
-__global__ void __launch_bounds__(kThreads) grouped_gemm_kernel(const uint8_t *batch) {
+// fp32_out_only: run only the groups with FP32 output (the WGMMA kernel leaves those here).
+__global__ void __launch_bounds__(kThreads) grouped_gemm_kernel(const uint8_t *batch, bool fp32_out_only) {
   extern __shared__ __align__(16) uint8_t smem_raw[];
   SharedTiles &sm = *reinterpret_cast<SharedTiles *>(smem_raw);
   const auto *hdr = reinterpret_cast<const gemmd_batch_header_t *>(batch);
@@ -205,7 +206,8 @@ __global__ void __launch_bounds__(kThreads) grouped_gemm_kernel(const uint8_t *b
 
   // Tile counts of every group, then their prefix sums: the scheduler's map.
   for (uint32_t g = threadIdx.x; g < n_groups; g += kThreads) {
-    sm.tile_start[g + 1] = gemmd_ceil_div(table[g].m, BM) * gemmd_ceil_div(table[g].n, BN);
+    const bool run = !fp32_out_only || table[g].out_dtype == GEMMD_DTYPE_FP32;
+    sm.tile_start[g + 1] = run ? gemmd_ceil_div(table[g].m, BM) * gemmd_ceil_div(table[g].n, BN) : 0;
   }
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -246,7 +248,7 @@ int g_grid = 0;  // blocks of the persistent grid: a few per SM
 
 }  // namespace
 
-int gemmd_gpu_gemm_simple(const void *batch, cudaStream_t stream) {
+int gemmd_gpu_gemm_simple(const void *batch, bool fp32_out_only, cudaStream_t stream) {
   const size_t smem = sizeof(SharedTiles);
   if (g_grid == 0) {
     int dev = 0, sms = 0, per_sm = 0;
@@ -260,6 +262,6 @@ int gemmd_gpu_gemm_simple(const void *batch, cudaStream_t stream) {
     }
     g_grid = sms * (per_sm > 0 ? per_sm : 1);
   }
-  grouped_gemm_kernel<<<g_grid, kThreads, smem, stream>>>(static_cast<const uint8_t *>(batch));
+  grouped_gemm_kernel<<<g_grid, kThreads, smem, stream>>>(static_cast<const uint8_t *>(batch), fp32_out_only);
   return cudaGetLastError() == cudaSuccess ? GEMMD_OK : GEMMD_EDEVICE;
 }

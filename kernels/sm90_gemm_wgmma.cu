@@ -1,49 +1,72 @@
-// The Hopper grouped FP8 GEMM (issue 6), v1: TMA loads into a shared-memory ring guarded by
+// The Hopper grouped FP8 GEMM (issue 6): TMA loads into a shared-memory ring guarded by
 // mbarriers, one producer warp and two consumer warpgroups (setmaxnreg), WGMMA
-// m64n128k32 with FP32 promotion every 128 of K, a persistent grid over every group of
-// the device-resident batch (group_table.h).
+// m64nNk32 with FP32 promotion every 128 of K, a persistent grid over every group of the
+// device-resident batch (group_table.h) that gpu_gemm.cu routes here (all but FP32
+// outputs).
 //
-// Per output tile of 128×128 (group g, rows m0.., columns n0..):
+// Per output tile of 128 × tile_n (group g, rows m0.., columns n0..; tile_n is the
+// batch's, 16..128):
 //   producer (warpgroup 0, one thread): for each 128-wide K block, wait for the stage to be
 //     empty, arm its "full" barrier with the bytes to come, and issue two TMA loads: A rows
-//     m0..m0+127 and B rows n0..n0+127, 128 bytes of K each, 128-byte swizzled. TMA fills
-//     rows past m or n and bytes past lda or ldb with zeros.
-//   consumers (warpgroups 1 and 2, rows +0 and +64): wait "full", four WGMMAs (K = 32 each)
-//     into a block accumulator, wait for them, release the stage ("empty"), then promote:
-//     total += block · sa(row, kb) · sb(n-block, kb) (128×128 B scales; 1 otherwise).
+//     m0.. (128, or fewer for a small group: a_box_rows) and B rows n0..n0+tile_n-1, 128
+//     bytes of K each, 128-byte swizzled. TMA fills rows past m or n and bytes past k with
+//     zeros.
+//   consumers (warpgroups 1 and 2, rows +0 and +64): load the block's scales, wait "full",
+//     four WGMMAs (K = 32 each) into a block accumulator, wait for them, release the stage
+//     ("empty"), then promote: total += block · sa(row, kb) · sb(n-block, kb) (128×128 B
+//     scales; 1 otherwise).
 //   epilogue: B's per-row or per-tensor scale, rounding to BF16/FP16/FP32, bounds-checked
 //     stores straight from registers.
 //
-// The host side (gemmd_gpu_gemm_prepare) writes, into the batch before its upload, two
-// tensor maps per group (A in the batch's A arena, B wherever the weight lives) and the
-// groups' tile prefix sums; the kernel binary-searches those to map a tile to its group.
-// The grid (one CTA per SM) and everything else is fixed, so a captured graph replays for
-// any batch.
+// The host side (gemmd_gpu_gemm_prepare) picks tile_n and writes, into the batch before its
+// upload, two tensor maps per group (A in the batch's A arena, B wherever the weight
+// lives) and the groups' tile prefix sums; the kernel binary-searches those to map a tile
+// to its group. The grid (one CTA per SM) and the code are fixed (every tile_n is compiled
+// in and chosen at run time from the header), so a captured graph replays for any batch.
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <stdint.h>
 
+#include <cstdio>
 #include <mutex>
 
 #include "kernels/errors.h"
 #include "kernels/gpu_gemm.h"
 #include "kernels/gpu_gemm_device.cuh"
 #include "kernels/gpu_gemm_kernels.h"
+#include "kernels/sm90_wgmma_ops.cuh"
 
 namespace {
 
-constexpr uint32_t BM = 128;  // two consumer warpgroups × 64 rows
-constexpr uint32_t BN = 128;
+// Tile shapes: BM rows (two consumer warpgroups × 64) by tile_n columns, where tile_n is
+// chosen per batch on the host (gemmd_batch_header_t.tile_n) from kTileWidths, so the
+// persistent grid has tiles for every SM even when N is small (decode). The ring's stage
+// count follows from the stage size.
+constexpr uint32_t BM = 128;
 constexpr uint32_t BK = 128;  // bytes of K per stage = one scale block = the swizzle width
-constexpr uint32_t kStages = 6;
 constexpr uint32_t kConsumers = 2;
 constexpr uint32_t kThreads = 128 * (1 + kConsumers);
-constexpr uint32_t kStageA = BM * BK, kStageB = BN * BK;
-constexpr uint32_t kSmemBytes = kStages * (kStageA + kStageB) + 1024 /* barriers */ + 1024 /* alignment */;
+constexpr uint32_t kStageA = BM * BK;
+constexpr uint32_t kRingBytes = 227 * 1024 - 2048;  // dynamic shared memory for the ring
+constexpr uint32_t kMaxStages = 16;
+
+template <uint32_t BN>
+struct Ring {
+  static constexpr uint32_t kStageBytes = kStageA + BN * BK;
+  static constexpr uint32_t kStages = kRingBytes / kStageBytes < kMaxStages ? kRingBytes / kStageBytes : kMaxStages;
+  static_assert(kStageBytes % 1024 == 0, "128B-swizzled tiles are 1024-byte aligned");
+  static_assert(128 % BN == 0, "a tile's columns share one row of 128x128 B scales");
+};
+constexpr uint32_t kSmemBytes = kRingBytes + 1024 /* alignment */;
+
 static_assert(BK == GEMMD_SCALE_BLOCK, "promotion once per scale block");
-static_assert(BN == GEMMD_SCALE_BLOCK, "a tile's columns share one row of 128x128 B scales");
-static_assert(kStageA % 1024 == 0 && kStageB % 1024 == 0, "128B-swizzled tiles are 1024-byte aligned");
 static_assert(GEMMD_GPU_TMAP_BYTES == 128, "a CUtensorMap is 128 bytes");
+
+// Rows of A one TMA box brings: all 128 for big groups; for a small group only its rows
+// rounded up to 8 (one swizzle atom), so a decode batch does not stream zeros into shared
+// memory. Rows of the tile past the box hold stale bytes: they feed only accumulator rows
+// past m, which are never stored. The host encodes A's map with the same box.
+__host__ __device__ __forceinline__ uint32_t a_box_rows(uint32_t m) { return m >= BM ? BM : (m + 7) / 8 * 8; }
 
 __device__ __forceinline__ uint32_t smem_addr(const void *p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -56,28 +79,57 @@ __device__ __forceinline__ void mbar_init(uint64_t *bar, uint32_t count) {
 }
 
 __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t *bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
-               : "memory");
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
 }
 
 __device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
 
+__device__ __forceinline__ uint64_t global_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ __forceinline__ bool mbar_try_wait(uint64_t *bar, uint32_t parity) {
+  uint32_t done = 0;
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n"
+      "}\n"
+      : "=r"(done)
+      : "r"(smem_addr(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+
+// A barrier that never completes is a kernel bug (or a fault): after this long the kernel
+// traps, so the engine sees a device error instead of a hang. Built with
+// -DGEMMD_WGMMA_DEBUG it first prints where it was stuck (a printf call serializes the
+// kernel's WGMMAs, so only then).
+constexpr uint64_t kHangNs = 4000000000ull;
+
+__device__ __forceinline__ void report_hang(uint64_t *bar, uint32_t parity) {
+#ifdef GEMMD_WGMMA_DEBUG
+  printf("gemmd wgmma kernel: block %u thread %u stuck on mbarrier at smem 0x%x, parity %u\n", blockIdx.x, threadIdx.x,
+         smem_addr(bar), parity);
+#else
+  (void)bar;
+  (void)parity;
+#endif
+  __trap();
+}
+
 // Waits until the phase with this parity has completed.
 __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity) {
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n"
-        "}\n"
-        : "=r"(done)
-        : "r"(smem_addr(bar)), "r"(parity)
-        : "memory");
-  } while (!done);
+  if (mbar_try_wait(bar, parity)) return;
+  const uint64_t start = global_ns();
+  while (!mbar_try_wait(bar, parity)) {
+    if (global_ns() - start > kHangNs) report_hang(bar, parity);
+  }
 }
 
 // ---- TMA -----------------------------------------------------------------------------------
@@ -106,66 +158,25 @@ __device__ __forceinline__ uint64_t smem_desc(const void *p) {
   return ((addr & 0x3FFFF) >> 4) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
 }
 
-#define GEMMD_WGMMA_D_REGS                                                   \
-  "%0, %1, %2, %3, %4, %5, %6, %7, "                                         \
-  "%8, %9, %10, %11, %12, %13, %14, %15, "                                   \
-  "%16, %17, %18, %19, %20, %21, %22, %23, "                                 \
-  "%24, %25, %26, %27, %28, %29, %30, %31, "                                 \
-  "%32, %33, %34, %35, %36, %37, %38, %39, "                                 \
-  "%40, %41, %42, %43, %44, %45, %46, %47, "                                 \
-  "%48, %49, %50, %51, %52, %53, %54, %55, "                                 \
-  "%56, %57, %58, %59, %60, %61, %62, %63"
-
-#define GEMMD_WGMMA_D_OUTS                                                                                  \
-  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),           \
-      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
-      "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),            \
-      "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),            \
-      "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),            \
-      "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]),            \
-      "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]),            \
-      "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]),            \
-      "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-
-// d (64 FP32 per thread: the warpgroup's 64×128 block) = [d +] A(64×32) · B(128×32)ᵀ.
-#define GEMMD_WGMMA_M64N128K32(ATYPE, BTYPE)                                                          \
-  asm volatile(                                                                                       \
-      "{\n"                                                                                           \
-      ".reg .pred p;\n"                                                                               \
-      "setp.ne.b32 p, %66, 0;\n"                                                                      \
-      "wgmma.mma_async.sync.aligned.m64n128k32.f32." ATYPE "." BTYPE " {" GEMMD_WGMMA_D_REGS "}, %64, %65, p, 1, 1;\n" \
-      "}\n"                                                                                           \
-      : GEMMD_WGMMA_D_OUTS                                                                            \
-      : "l"(da), "l"(db), "r"(accumulate))
-
-template <bool kAE5M2, bool kBE5M2>
-__device__ __forceinline__ void wgmma_k32(float (&d)[64], uint64_t da, uint64_t db, uint32_t accumulate) {
-  if constexpr (!kAE5M2 && !kBE5M2) {
-    GEMMD_WGMMA_M64N128K32("e4m3", "e4m3");
-  } else if constexpr (!kAE5M2 && kBE5M2) {
-    GEMMD_WGMMA_M64N128K32("e4m3", "e5m2");
-  } else if constexpr (kAE5M2 && !kBE5M2) {
-    GEMMD_WGMMA_M64N128K32("e5m2", "e4m3");
-  } else {
-    GEMMD_WGMMA_M64N128K32("e5m2", "e5m2");
-  }
-}
-
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
 
-// The 4 WGMMAs of one 128-byte K block: descriptors advance 32 bytes inside the swizzle atom.
-template <bool kAE5M2, bool kBE5M2>
-__device__ __forceinline__ void block_mma(float (&d)[64], const uint8_t *a, const uint8_t *b) {
+template <uint32_t kPending>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(kPending) : "memory");
+}
+
+// Issues the 4 WGMMAs of one 128-byte K block as one commit group (descriptors advance 32
+// bytes inside the swizzle atom); d is written when that group has completed.
+template <uint32_t BN, bool kAE5M2, bool kBE5M2>
+__device__ __forceinline__ void issue_block(float (&d)[BN / 2], const uint8_t *a, const uint8_t *b) {
   __syncwarp();  // .aligned: the warp arrives together after its barrier wait
   wgmma_fence();
 #pragma unroll
   for (uint32_t kk = 0; kk < BK / 32; kk++) {
-    wgmma_k32<kAE5M2, kBE5M2>(d, smem_desc(a + kk * 32), smem_desc(b + kk * 32), kk > 0 ? 1u : 0u);
+    WgmmaM64K32<BN, kAE5M2, kBE5M2>::run(d, smem_desc(a + kk * 32), smem_desc(b + kk * 32), kk > 0 ? 1u : 0u);
   }
   wgmma_commit();
-  wgmma_wait_all();
 }
 
 // ---- Tiles ---------------------------------------------------------------------------------
@@ -176,8 +187,9 @@ struct TileRef {
 
 // Tile t of the batch: its group (binary search over the prefix sums), rows and columns.
 // Within a group, consecutive tiles walk M first, so CTAs running together share B tiles.
-__device__ __forceinline__ TileRef locate(const gemmd_group_params_t *table, const uint32_t *starts,
-                                          uint32_t n_groups, uint32_t t) {
+template <uint32_t BN>
+__device__ __forceinline__ TileRef locate(const gemmd_group_params_t *table, const uint32_t *starts, uint32_t n_groups,
+                                          uint32_t t) {
   uint32_t lo = 0, hi = n_groups;
   while (hi - lo > 1) {
     const uint32_t mid = (lo + hi) / 2;
@@ -192,56 +204,177 @@ __device__ __forceinline__ TileRef locate(const gemmd_group_params_t *table, con
   return {lo, (local % m_tiles) * BM, (local / m_tiles) * BN};
 }
 
-struct Shared {
-  uint64_t full[kStages];
-  uint64_t empty[kStages];
+struct Barriers {
+  uint64_t full[kMaxStages];
+  uint64_t empty[kMaxStages];
 };
 
-template <bool kAE5M2, bool kBE5M2>
-__device__ __forceinline__ void consume_tile(const gemmd_group_params_t &g, const TileRef &tr, uint8_t *tiles,
-                                             Shared &sh, uint32_t &stage, uint32_t &phase, const float *sa_arena,
-                                             uint8_t *d_arena, uint32_t wg) {
-  const uint32_t tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
-  const uint32_t kblocks = gemmd_ceil_div(g.k, BK);
-  const uint32_t row0 = tr.m0 + wg * 64 + warp * 16 + lane / 4, row1 = row0 + 8;
-  const bool live = tr.m0 + wg * 64 < g.m;  // this warpgroup's 64 rows hold any of the group's
-  const float *SA = sa_arena + g.sa_offset;
-  const float *SB = reinterpret_cast<const float *>(g.b_scales);
-  const bool b_blocks = g.b_layout == GEMMD_SCALE_BLOCK_128X128;
-  float total[64], block[64];
-#pragma unroll
-  for (int i = 0; i < 64; i++) total[i] = block[i] = 0.0f;
-  for (uint32_t kb = 0; kb < kblocks; kb++) {
-    mbar_wait(&sh.full[stage], phase);
-    const uint8_t *a = tiles + stage * (kStageA + kStageB) + wg * 64 * BK;
-    const uint8_t *b = tiles + stage * (kStageA + kStageB) + kStageA;
-    if (live) block_mma<kAE5M2, kBE5M2>(block, a, b);
-    mbar_arrive(&sh.empty[stage]);
-    if (live) {
-      const float sb = b_blocks ? SB[(size_t)(tr.n0 / 128) * kblocks + kb] : 1.0f;
-      const float s0 = row0 < g.m ? SA[(size_t)row0 * kblocks + kb] * sb : 0.0f;
-      const float s1 = row1 < g.m ? SA[(size_t)row1 * kblocks + kb] * sb : 0.0f;
-#pragma unroll
-      for (int j = 0; j < 16; j++) {
-        total[j * 4 + 0] += block[j * 4 + 0] * s0;
-        total[j * 4 + 1] += block[j * 4 + 1] * s0;
-        total[j * 4 + 2] += block[j * 4 + 2] * s1;
-        total[j * 4 + 3] += block[j * 4 + 3] * s1;
+// What every role of the kernel reads from the batch.
+struct BatchView {
+  const gemmd_group_params_t *table;
+  const uint32_t *starts;  // tile prefix sums, n_groups + 1
+  const uint8_t *tmaps;    // two per group: A, B
+  const float *sa_arena;
+  uint8_t *d_arena;
+  uint32_t n_groups, total_tiles;
+};
+
+template <uint32_t BN>
+__device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barriers &bars) {
+  using R = Ring<BN>;
+  uint32_t stage = 0, phase = 0, last_group = 0xFFFFFFFFu;
+  for (uint32_t t = blockIdx.x; t < v.total_tiles; t += gridDim.x) {
+    const TileRef tr = locate<BN>(v.table, v.starts, v.n_groups, t);
+    const uint8_t *tm_a = v.tmaps + (size_t)tr.group * 2 * GEMMD_GPU_TMAP_BYTES;
+    const uint8_t *tm_b = tm_a + GEMMD_GPU_TMAP_BYTES;
+    if (tr.group != last_group) {
+      tmap_acquire(tm_a);
+      tmap_acquire(tm_b);
+      last_group = tr.group;
+    }
+    const gemmd_group_params_t &g = v.table[tr.group];
+    const uint32_t kblocks = gemmd_ceil_div(g.k, BK), bytes = (a_box_rows(g.m) + BN) * BK;
+    for (uint32_t kb = 0; kb < kblocks; kb++) {
+      mbar_wait(&bars.empty[stage], phase ^ 1);
+      uint8_t *dst = ring + stage * R::kStageBytes;
+      mbar_arrive_expect_tx(&bars.full[stage], bytes);
+      tma_load_2d(dst, tm_a, &bars.full[stage], kb * BK, tr.m0);
+      tma_load_2d(dst + kStageA, tm_b, &bars.full[stage], kb * BK, tr.n0);
+      if (++stage == R::kStages) {
+        stage = 0;
+        phase ^= 1;
       }
     }
-    if (++stage == kStages) {
-      stage = 0;
-      phase ^= 1;
-    }
   }
-  if (!live) return;
+}
+
+// A consumer warpgroup's place in the ring, and the K block whose WGMMAs are in flight.
+struct Pipe {
+  uint32_t stage, phase;
+  uint32_t prev_stage;
+  float prev_s0, prev_s1;  // that block's scales for rows row0, row1
+  bool has_prev;
+};
+
+template <uint32_t R>
+__device__ __forceinline__ void promote(float (&total)[R], const float (&blk)[R], float s0, float s1) {
+#pragma unroll
+  for (uint32_t j = 0; j < R / 4; j++) {
+    total[j * 4 + 0] += blk[j * 4 + 0] * s0;
+    total[j * 4 + 1] += blk[j * 4 + 1] * s0;
+    total[j * 4 + 2] += blk[j * 4 + 2] * s1;
+    total[j * 4 + 3] += blk[j * 4 + 3] * s1;
+  }
+}
+
+// One K block, two deep: wait for its stage, issue its WGMMAs into `cur`, then wait for the
+// previous block's (in `prev`), release that block's stage and promote it, so the tensor
+// cores work on this block while the CUDA cores promote the last.
+template <uint32_t BN, bool kAE5M2, bool kBE5M2>
+__device__ __forceinline__ void pipelined_block(float (&total)[BN / 2], float (&cur)[BN / 2], float (&prev)[BN / 2],
+                                                Pipe &p, uint8_t *ring, Barriers &bars, uint32_t wg, float s0,
+                                                float s1) {
+  using R = Ring<BN>;
+  mbar_wait(&bars.full[p.stage], p.phase);
+  const uint8_t *tile = ring + p.stage * R::kStageBytes;
+  issue_block<BN, kAE5M2, kBE5M2>(cur, tile + wg * 64 * BK, tile + kStageA);
+  if (p.has_prev) {
+    wgmma_wait<1>();
+    mbar_arrive(&bars.empty[p.prev_stage]);
+    promote(total, prev, p.prev_s0, p.prev_s1);
+  }
+  p.has_prev = true;
+  p.prev_stage = p.stage;
+  p.prev_s0 = s0;
+  p.prev_s1 = s1;
+  if (++p.stage == R::kStages) {
+    p.stage = 0;
+    p.phase ^= 1;
+  }
+}
+
+// One tile for consumer warpgroup `wg` (rows +64·wg of the tile).
+template <uint32_t BN, bool kAE5M2, bool kBE5M2>
+__device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_group_params_t &g, const TileRef &tr,
+                                             uint8_t *ring, Barriers &bars, uint32_t &stage, uint32_t &phase,
+                                             uint32_t wg) {
+  using R = Ring<BN>;
+  constexpr uint32_t kRegs = BN / 2;
+  const uint32_t tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
+  const uint32_t kblocks = gemmd_ceil_div(g.k, BK);
+  if (tr.m0 + wg * 64 >= g.m) {
+    // None of this warpgroup's 64 rows are the group's: only keep the ring turning.
+    for (uint32_t kb = 0; kb < kblocks; kb++) {
+      mbar_wait(&bars.full[stage], phase);
+      mbar_arrive(&bars.empty[stage]);
+      if (++stage == R::kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+    return;
+  }
+  const uint32_t row0 = tr.m0 + wg * 64 + warp * 16 + lane / 4, row1 = row0 + 8;
+  const float *SA = v.sa_arena + g.sa_offset;
+  const float *SB = reinterpret_cast<const float *>(g.b_scales);
+  const float *SB_block = g.b_layout == GEMMD_SCALE_BLOCK_128X128 ? SB + (size_t)(tr.n0 / 128) * kblocks : nullptr;
+  const float *SA0 = row0 < g.m ? SA + (size_t)row0 * kblocks : nullptr;
+  const float *SA1 = row1 < g.m ? SA + (size_t)row1 * kblocks : nullptr;
+  // A block's combined scales, loaded a block ahead of their use so the latency hides.
+  auto scales = [&](uint32_t kb, float &s0, float &s1) {
+    const float sb = SB_block != nullptr ? __ldg(SB_block + kb) : 1.0f;
+    s0 = SA0 != nullptr ? __ldg(SA0 + kb) * sb : 0.0f;
+    s1 = SA1 != nullptr ? __ldg(SA1 + kb) * sb : 0.0f;
+  };
+  float total[kRegs], acc0[kRegs];
+#pragma unroll
+  for (uint32_t i = 0; i < kRegs; i++) total[i] = 0.0f;
+  if constexpr (BN == 128) {
+    // Three 64-register arrays do not fit beside everything else: one block at a time
+    // (the other consumer warpgroup keeps the tensor cores busy meanwhile).
+    for (uint32_t kb = 0; kb < kblocks; kb++) {
+      float s0, s1;
+      scales(kb, s0, s1);
+      mbar_wait(&bars.full[stage], phase);
+      const uint8_t *tile = ring + stage * R::kStageBytes;
+      issue_block<BN, kAE5M2, kBE5M2>(acc0, tile + wg * 64 * BK, tile + kStageA);
+      wgmma_wait<0>();
+      mbar_arrive(&bars.empty[stage]);
+      promote(total, acc0, s0, s1);
+      if (++stage == R::kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+  } else {
+    float acc1[kRegs];
+    Pipe p = {stage, phase, 0, 0.0f, 0.0f, false};
+    for (uint32_t kb = 0; kb < kblocks; kb += 2) {
+      float s0, s1;
+      scales(kb, s0, s1);
+      pipelined_block<BN, kAE5M2, kBE5M2>(total, acc0, acc1, p, ring, bars, wg, s0, s1);
+      if (kb + 1 < kblocks) {
+        scales(kb + 1, s0, s1);
+        pipelined_block<BN, kAE5M2, kBE5M2>(total, acc1, acc0, p, ring, bars, wg, s0, s1);
+      }
+    }
+    wgmma_wait<0>();
+    mbar_arrive(&bars.empty[p.prev_stage]);
+    if (kblocks % 2 == 1) {
+      promote(total, acc0, p.prev_s0, p.prev_s1);
+    } else {
+      promote(total, acc1, p.prev_s0, p.prev_s1);
+    }
+    stage = p.stage;
+    phase = p.phase;
+  }
   // Epilogue: accumulator element j*4 + {0,1} is (row0, col), {2,3} is (row1, col), with
   // col = n0 + 8j + 2·(lane % 4) + {0, 1}.
-  uint8_t *D = d_arena + g.d_offset;
+  uint8_t *D = v.d_arena + g.d_offset;
 #pragma unroll
-  for (int j = 0; j < 16; j++) {
+  for (uint32_t j = 0; j < kRegs / 4; j++) {
 #pragma unroll
-    for (int e = 0; e < 2; e++) {
+    for (uint32_t e = 0; e < 2; e++) {
       const uint32_t col = tr.n0 + 8 * j + 2 * (lane % 4) + e;
       if (col >= g.n) continue;
       const float cs = g.b_layout == GEMMD_SCALE_ROW ? SB[col] : g.b_layout == GEMMD_SCALE_TENSOR ? SB[0] : 1.0f;
@@ -251,73 +384,77 @@ __device__ __forceinline__ void consume_tile(const gemmd_group_params_t &g, cons
   }
 }
 
+template <uint32_t BN>
+__device__ __forceinline__ void consume(const BatchView &v, uint8_t *ring, Barriers &bars, uint32_t wg) {
+  uint32_t stage = 0, phase = 0;
+  for (uint32_t t = blockIdx.x; t < v.total_tiles; t += gridDim.x) {
+    const TileRef tr = locate<BN>(v.table, v.starts, v.n_groups, t);
+    const gemmd_group_params_t g = v.table[tr.group];
+    const bool ae5 = g.a_dtype == GEMMD_DTYPE_FP8_E5M2, be5 = g.b_dtype == GEMMD_DTYPE_FP8_E5M2;
+    if (!ae5 && !be5) {
+      consume_tile<BN, false, false>(v, g, tr, ring, bars, stage, phase, wg);
+    } else if (!ae5 && be5) {
+      consume_tile<BN, false, true>(v, g, tr, ring, bars, stage, phase, wg);
+    } else if (ae5 && !be5) {
+      consume_tile<BN, true, false>(v, g, tr, ring, bars, stage, phase, wg);
+    } else {
+      consume_tile<BN, true, true>(v, g, tr, ring, bars, stage, phase, wg);
+    }
+  }
+}
+
 __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *batch) {
   extern __shared__ uint8_t smem_raw[];
-  uint8_t *tiles = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
-  Shared &sh = *reinterpret_cast<Shared *>(tiles + kStages * (kStageA + kStageB));
+  __shared__ Barriers bars;
+  uint8_t *ring = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
 
   const auto *hdr = reinterpret_cast<const gemmd_batch_header_t *>(batch);
-  const auto *table = reinterpret_cast<const gemmd_group_params_t *>(batch + sizeof(gemmd_batch_header_t));
-  const uint32_t n_groups = hdr->n_groups, total = hdr->total_tiles;
-  const uint8_t *tmaps = batch + hdr->sched_arena;
-  const uint32_t *starts = reinterpret_cast<const uint32_t *>(tmaps + (size_t)n_groups * 2 * GEMMD_GPU_TMAP_BYTES);
+  BatchView v;
+  v.n_groups = hdr->n_groups;
+  v.total_tiles = hdr->total_tiles;
+  v.table = reinterpret_cast<const gemmd_group_params_t *>(batch + sizeof(gemmd_batch_header_t));
+  v.tmaps = batch + hdr->sched_arena;
+  v.starts = reinterpret_cast<const uint32_t *>(v.tmaps + (size_t)v.n_groups * 2 * GEMMD_GPU_TMAP_BYTES);
+  v.sa_arena = reinterpret_cast<const float *>(batch + hdr->sa_arena);
+  v.d_arena = const_cast<uint8_t *>(batch) + hdr->d_arena;
+  const uint32_t tile_n = hdr->tile_n;
 
   if (threadIdx.x == 0) {
-    for (uint32_t s = 0; s < kStages; s++) {
-      mbar_init(&sh.full[s], 1);
-      mbar_init(&sh.empty[s], 128 * kConsumers);
+    for (uint32_t s = 0; s < kMaxStages; s++) {
+      mbar_init(&bars.full[s], 1);
+      mbar_init(&bars.empty[s], 128 * kConsumers);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
 
-  const uint32_t wg = threadIdx.x / 128;
-  uint32_t stage = 0, phase = 0;
-  if (wg == 0) {
+  // The producer warpgroup gives its registers to the consumers; each role then runs the
+  // batch's tile width.
+  if (threadIdx.x < 128) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     if (threadIdx.x != 0) return;
-    uint32_t last_group = 0xFFFFFFFFu;
-    for (uint32_t t = blockIdx.x; t < total; t += gridDim.x) {
-      const TileRef tr = locate(table, starts, n_groups, t);
-      const uint8_t *tm_a = tmaps + (size_t)tr.group * 2 * GEMMD_GPU_TMAP_BYTES;
-      const uint8_t *tm_b = tm_a + GEMMD_GPU_TMAP_BYTES;
-      if (tr.group != last_group) {
-        tmap_acquire(tm_a);
-        tmap_acquire(tm_b);
-        last_group = tr.group;
-      }
-      const uint32_t kblocks = gemmd_ceil_div(table[tr.group].k, BK);
-      for (uint32_t kb = 0; kb < kblocks; kb++) {
-        mbar_wait(&sh.empty[stage], phase ^ 1);
-        uint8_t *dst = tiles + stage * (kStageA + kStageB);
-        mbar_arrive_expect_tx(&sh.full[stage], kStageA + kStageB);
-        tma_load_2d(dst, tm_a, &sh.full[stage], kb * BK, tr.m0);
-        tma_load_2d(dst + kStageA, tm_b, &sh.full[stage], kb * BK, tr.n0);
-        if (++stage == kStages) {
-          stage = 0;
-          phase ^= 1;
-        }
-      }
+    switch (tile_n) {
+      case 128:
+        return produce<128>(v, ring, bars);
+      case 64:
+        return produce<64>(v, ring, bars);
+      case 32:
+        return produce<32>(v, ring, bars);
+      default:
+        return produce<16>(v, ring, bars);
     }
-    return;
   }
-
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-  const float *sa_arena = reinterpret_cast<const float *>(batch + hdr->sa_arena);
-  uint8_t *d_arena = const_cast<uint8_t *>(batch) + hdr->d_arena;
-  for (uint32_t t = blockIdx.x; t < total; t += gridDim.x) {
-    const TileRef tr = locate(table, starts, n_groups, t);
-    const gemmd_group_params_t g = table[tr.group];
-    const bool ae5 = g.a_dtype == GEMMD_DTYPE_FP8_E5M2, be5 = g.b_dtype == GEMMD_DTYPE_FP8_E5M2;
-    if (!ae5 && !be5) {
-      consume_tile<false, false>(g, tr, tiles, sh, stage, phase, sa_arena, d_arena, wg - 1);
-    } else if (!ae5 && be5) {
-      consume_tile<false, true>(g, tr, tiles, sh, stage, phase, sa_arena, d_arena, wg - 1);
-    } else if (ae5 && !be5) {
-      consume_tile<true, false>(g, tr, tiles, sh, stage, phase, sa_arena, d_arena, wg - 1);
-    } else {
-      consume_tile<true, true>(g, tr, tiles, sh, stage, phase, sa_arena, d_arena, wg - 1);
-    }
+  const uint32_t wg = threadIdx.x / 128 - 1;
+  switch (tile_n) {
+    case 128:
+      return consume<128>(v, ring, bars, wg);
+    case 64:
+      return consume<64>(v, ring, bars, wg);
+    case 32:
+      return consume<32>(v, ring, bars, wg);
+    default:
+      return consume<16>(v, ring, bars, wg);
   }
 }
 
@@ -329,32 +466,69 @@ std::once_flag g_encode_once;
 void load_encode() {
   void *fn = nullptr;
   cudaDriverEntryPointQueryResult q;
-  if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) ==
-          cudaSuccess &&
+  if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) == cudaSuccess &&
       q == cudaDriverEntryPointSuccess) {
     g_encode = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
   }
 }
 
-// A 2D map over `rows` rows of `ld` bytes at `addr`: boxes of 128 bytes × box_rows rows,
-// 128-byte swizzle, zeros outside.
-bool encode(void *out, uint64_t addr, uint32_t ld, uint32_t rows, uint32_t box_rows) {
-  const cuuint64_t dims[2] = {ld, rows};
+// A 2D map over `rows` rows of `cols` bytes, `ld` bytes apart, at `addr`: boxes of 128
+// bytes × box_rows rows, 128-byte swizzle, zeros outside (past k as well as past m or n).
+bool encode(void *out, uint64_t addr, uint32_t cols, uint32_t ld, uint32_t rows, uint32_t box_rows) {
+  const cuuint64_t dims[2] = {cols, rows};
   const cuuint64_t strides[1] = {ld};
   const cuuint32_t box[2] = {BK, box_rows};
   const cuuint32_t elem_strides[2] = {1, 1};
-  return g_encode(static_cast<CUtensorMap *>(out), CU_TENSOR_MAP_DATA_TYPE_UINT8, 2,
-                  reinterpret_cast<void *>(addr), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  return g_encode(static_cast<CUtensorMap *>(out), CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, reinterpret_cast<void *>(addr),
+                  dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-int g_grid = 0;
+int g_grid = 0;                // one CTA per SM
+uint32_t g_forced_tile_n = 0;  // gemmd_gpu_gemm_force_tile_n
+
+int sm_count() {
+  static int sms = 0;
+  if (sms == 0) {
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+      sms = 132;
+    }
+  }
+  return sms;
+}
+
+// The groups the WGMMA kernel runs: all but FP32 outputs (gpu_gemm.cu says why).
+bool runs_here(const gemmd_group_params_t &p) { return p.out_dtype != GEMMD_DTYPE_FP32; }
+
+uint64_t count_tiles(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t tile_n) {
+  uint64_t tiles = 0;
+  for (uint32_t g = 0; g < n_groups; g++) {
+    if (runs_here(table[g])) tiles += (uint64_t)((table[g].m + BM - 1) / BM) * ((table[g].n + tile_n - 1) / tile_n);
+  }
+  return tiles;
+}
+
+// The widest tile that still gives every SM a tile; the narrowest when none does.
+uint32_t choose_tile_n(const gemmd_group_params_t *table, uint32_t n_groups) {
+  if (g_forced_tile_n != 0) return g_forced_tile_n;
+  for (uint32_t tn : {128u, 64u, 32u}) {
+    if (count_tiles(table, n_groups, tn) >= (uint64_t)sm_count()) return tn;
+  }
+  return 16;
+}
 
 }  // namespace
 
 extern "C" uint64_t gemmd_gpu_gemm_sched_bytes(uint32_t n_groups) {
   return (uint64_t)n_groups * 2 * GEMMD_GPU_TMAP_BYTES + 4ull * (n_groups + 1);
+}
+
+extern "C" int gemmd_gpu_gemm_force_tile_n(uint32_t tile_n) {
+  if (tile_n != 0 && tile_n != 16 && tile_n != 32 && tile_n != 64 && tile_n != 128) return GEMMD_EINVAL;
+  g_forced_tile_n = tile_n;
+  return GEMMD_OK;
 }
 
 extern "C" int gemmd_gpu_gemm_prepare(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch) {
@@ -368,24 +542,26 @@ extern "C" int gemmd_gpu_gemm_prepare(gemmd_gpu_kernel_t kernel, void *host_batc
   const auto *table = reinterpret_cast<const gemmd_group_params_t *>(bytes + sizeof *hdr);
   uint8_t *tmaps = bytes + hdr->sched_arena;
   auto *starts = reinterpret_cast<uint32_t *>(tmaps + (size_t)hdr->n_groups * 2 * GEMMD_GPU_TMAP_BYTES);
+  const uint32_t tile_n = choose_tile_n(table, hdr->n_groups);
   uint64_t tiles = 0;
   for (uint32_t g = 0; g < hdr->n_groups; g++) {
     const gemmd_group_params_t &p = table[g];
-    if (p.m == 0 || p.n == 0 || p.k == 0 || p.lda < p.k || p.ldb < p.k || p.lda % 16 || p.ldb % 16 ||
-        p.b_data % 16) {
-      return GEMMD_EINVAL;
-    }
-    uint8_t *tm = tmaps + (size_t)g * 2 * GEMMD_GPU_TMAP_BYTES;
-    if (!encode(tm, dev_batch + hdr->a_arena + p.a_offset, p.lda, p.m, BM) ||
-        !encode(tm + GEMMD_GPU_TMAP_BYTES, p.b_data, p.ldb, p.n, BN)) {
+    if (p.m == 0 || p.n == 0 || p.k == 0 || p.lda < p.k || p.ldb < p.k || p.lda % 16 || p.ldb % 16 || p.b_data % 16) {
       return GEMMD_EINVAL;
     }
     starts[g] = static_cast<uint32_t>(tiles);
-    tiles += (uint64_t)((p.m + BM - 1) / BM) * ((p.n + BN - 1) / BN);
+    if (!runs_here(p)) continue;
+    uint8_t *tm = tmaps + (size_t)g * 2 * GEMMD_GPU_TMAP_BYTES;
+    if (!encode(tm, dev_batch + hdr->a_arena + p.a_offset, p.k, p.lda, p.m, a_box_rows(p.m)) ||
+        !encode(tm + GEMMD_GPU_TMAP_BYTES, p.b_data, p.k, p.ldb, p.n, tile_n)) {
+      return GEMMD_EINVAL;
+    }
+    tiles += (uint64_t)((p.m + BM - 1) / BM) * ((p.n + tile_n - 1) / tile_n);
     if (tiles > 0xFFFFFFFFull) return GEMMD_EINVAL;
   }
   starts[hdr->n_groups] = static_cast<uint32_t>(tiles);
   hdr->total_tiles = static_cast<uint32_t>(tiles);
+  hdr->tile_n = tile_n;
   return GEMMD_OK;
 }
 
