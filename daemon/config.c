@@ -55,10 +55,11 @@ static const opt_t options[] = {
     ENUM(backend, "backend", "auto", "auto|cuda|cpu",
          "compute backend; auto takes the GPU when one is usable, else the CPU"),
     INT(device, "device", "0", 0, 1023, "CUDA device ordinal"),
-    ENUM(gemm_kernel, "gemm-kernel", "auto", "auto|gemmd|wgmma|cublaslt",
-         "GPU GEMM: gemmd's checked kernel (gemmd, mma.sync; auto picks it), the TMA + WGMMA "
-         "kernel (wgmma: new, not yet checked on the H200), or cuBLASLt per group for "
-         "comparison only (its FP8 accumulation misses SPEC's FP32-output bound: 1.3e-4 at K=1024)"),
+    ENUM(gemm_kernel, "gemm-kernel", "auto", "auto|wgmma|gemmd|cublaslt",
+         "GPU GEMM: gemmd's TMA + WGMMA kernel (wgmma; auto picks it; FP32-output groups run "
+         "on its full-FP32 mma.sync kernel), the mma.sync kernel alone (gemmd: slow, the "
+         "correctness baseline), or cuBLASLt per group for comparison only (its FP8 "
+         "accumulation misses SPEC's FP32-output bound: 1.3e-4 at K=1024)"),
     ENUM(cuda_graphs, "cuda-graphs", "on", "on|off",
          "replay a captured CUDA graph per batch (off: launch eagerly, for comparison)"),
     INT(test_fault_after_batches, "test-fault-after-batches", "0", 0, 1000000000,

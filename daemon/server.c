@@ -731,7 +731,7 @@ static int create_engine(gemmd_server_t *srv) {
   if (strcmp(backend, "cpu") != 0) {
 #ifdef GEMMD_HAVE_CUDA
     const gemmd_cuda_options_t o = {(int)cfg->device,
-                                    strcmp(cfg->gemm_kernel, "auto") == 0 ? "gemmd" : cfg->gemm_kernel,
+                                    strcmp(cfg->gemm_kernel, "auto") == 0 ? "wgmma" : cfg->gemm_kernel,
                                     strcmp(cfg->cuda_graphs, "on") == 0, cfg->test_fault_after_batches};
     const int rc = gemmd_engine_cuda_create(&o, engine_done, srv, &srv->engine, why, sizeof why);
     if (rc == GEMMD_OK) {

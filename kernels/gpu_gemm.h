@@ -35,12 +35,16 @@ uint64_t gemmd_gpu_gemm_sched_bytes(uint32_t n_groups);
 
 /* The host's part of a batch for `kernel`, written into the host copy of the batch buffer
  * (table final, b_data holding device addresses) that will be uploaded to `dev_batch`:
- * for WGMMA, the tile width (header.tile_n: the widest of 128/64/32/16 that still gives
- * every SM a tile), the tensor maps and tile prefix sums in the scheduling area and
+ * for WGMMA, the tile width (header.tile_n, gemmd_gpu_gemm_choose_tile_n), the tensor maps and tile prefix sums in the scheduling area and
  * header.total_tiles. GEMMD_EINVAL for a table the kernel cannot take (zero sizes, lda/ldb
  * below k or not a multiple of 16, unaligned B), GEMMD_EDEVICE without the driver's
  * tensor-map encoder. Nothing to do (GEMMD_OK) for the other kernels. */
 int gemmd_gpu_gemm_prepare(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch);
+
+/* The WGMMA kernel's tile width (16, 32, 64 or 128 columns) for a batch whose table is
+ * `table`, on a GPU of `sms` SMs: the least estimated time, waves of tiles over the SMs
+ * times a per-K-block cost measured on the H200 (docs/bench/kernels.md). Host only. */
+uint32_t gemmd_gpu_gemm_choose_tile_n(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms);
 
 /* Benchmarks and tests: make gemmd_gpu_gemm_prepare use tiles of `tile_n` columns (16,
  * 32, 64 or 128) instead of its own choice; 0 restores the choice. GEMMD_EINVAL otherwise. */

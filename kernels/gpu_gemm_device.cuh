@@ -27,4 +27,25 @@ __device__ __forceinline__ void gemmd_store_out(uint8_t *d, uint8_t out_dtype, s
   }
 }
 
+// Elements idx and idx + 1 of D = v0, v1: one 4-byte (BF16/FP16) or 8-byte (FP32) store
+// when idx is even (the pair is aligned), else two.
+__device__ __forceinline__ void gemmd_store_out_pair(uint8_t *d, uint8_t out_dtype, size_t idx, float v0, float v1) {
+  if (idx % 2 != 0) {
+    gemmd_store_out(d, out_dtype, idx, v0);
+    gemmd_store_out(d, out_dtype, idx + 1, v1);
+    return;
+  }
+  switch (out_dtype) {
+    case GEMMD_DTYPE_FP32:
+      reinterpret_cast<float2 *>(d)[idx / 2] = make_float2(v0, v1);
+      break;
+    case GEMMD_DTYPE_FP16:
+      reinterpret_cast<__half2 *>(d)[idx / 2] = __floats2half2_rn(v0, v1);
+      break;
+    default:
+      reinterpret_cast<__nv_bfloat162 *>(d)[idx / 2] = __floats2bfloat162_rn(v0, v1);
+      break;
+  }
+}
+
 #endif  // GEMMD_KERNELS_GPU_GEMM_DEVICE_CUH_

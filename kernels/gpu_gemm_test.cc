@@ -315,6 +315,15 @@ int main() {
     std::snprintf(what, sizeof what, "batch of %u", ng);
     bad += run_batch(&rng, gs, what, false);
   }
+  // A decode batch: every group at most 16 rows, so the WGMMA kernel runs its short-A ring.
+  std::vector<Group> decode;
+  for (uint32_t i = 0; i < 48; i++) {
+    decode.push_back(make_group(&rng, test_range(&rng, 1, 16), test_range(&rng, 1, 600), test_range(&rng, 1, 1500),
+                                a_srcs[test_range(&rng, 0, 4)], GEMMD_SCALE_NONE, b_dtypes[test_range(&rng, 0, 1)],
+                                b_layouts[test_range(&rng, 0, 3)], outs[test_range(&rng, 0, 1)]));
+  }
+  groups += static_cast<int>(decode.size());
+  bad += run_batch(&rng, decode, "decode batch", false);
   std::vector<Group> big;
   big.push_back(make_group(&rng, 256, 512, 16384, GEMMD_DTYPE_FP8_E4M3, GEMMD_SCALE_BLOCK_1X128,
                            GEMMD_DTYPE_FP8_E4M3, GEMMD_SCALE_BLOCK_128X128, GEMMD_DTYPE_FP32));

@@ -331,16 +331,21 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
   for (uint32_t i = 0; i < kRegs; i++) total[i] = 0.0f;
   if constexpr (BN == 128) {
     // Three 64-register arrays do not fit beside everything else: one block at a time
-    // (the other consumer warpgroup keeps the tensor cores busy meanwhile).
+    // (the other consumer warpgroup keeps the tensor cores busy meanwhile; measured: a
+    // two-deep build that spills is no faster, docs/bench/kernels.md v6).
+    float s0, s1;
+    scales(0, s0, s1);
     for (uint32_t kb = 0; kb < kblocks; kb++) {
-      float s0, s1;
-      scales(kb, s0, s1);
       mbar_wait(&bars.full[stage], phase);
       const uint8_t *tile = ring + stage * R::kStageBytes;
       issue_block<BN, kAE5M2, kBE5M2>(acc0, tile + wg * 64 * BK, tile + kStageA);
+      float next0 = 0.0f, next1 = 0.0f;  // the next block's scales, loaded while these WGMMAs run
+      if (kb + 1 < kblocks) scales(kb + 1, next0, next1);
       wgmma_wait<0>();
       mbar_arrive(&bars.empty[stage]);
       promote(total, acc0, s0, s1);
+      s0 = next0;
+      s1 = next1;
       if (++stage == R::kStages) {
         stage = 0;
         phase ^= 1;
@@ -369,17 +374,26 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
     phase = p.phase;
   }
   // Epilogue: accumulator element j*4 + {0,1} is (row0, col), {2,3} is (row1, col), with
-  // col = n0 + 8j + 2·(lane % 4) + {0, 1}.
+  // col = n0 + 8j + 2·(lane % 4) + {0, 1}: each pair of columns goes out in one store.
   uint8_t *D = v.d_arena + g.d_offset;
 #pragma unroll
   for (uint32_t j = 0; j < kRegs / 4; j++) {
-#pragma unroll
-    for (uint32_t e = 0; e < 2; e++) {
-      const uint32_t col = tr.n0 + 8 * j + 2 * (lane % 4) + e;
-      if (col >= g.n) continue;
-      const float cs = g.b_layout == GEMMD_SCALE_ROW ? SB[col] : g.b_layout == GEMMD_SCALE_TENSOR ? SB[0] : 1.0f;
-      if (row0 < g.m) gemmd_store_out(D, g.out_dtype, (size_t)row0 * g.n + col, total[j * 4 + e] * cs);
-      if (row1 < g.m) gemmd_store_out(D, g.out_dtype, (size_t)row1 * g.n + col, total[j * 4 + 2 + e] * cs);
+    const uint32_t col = tr.n0 + 8 * j + 2 * (lane % 4);
+    if (col >= g.n) continue;
+    float c0 = 1.0f, c1 = 1.0f;
+    if (g.b_layout == GEMMD_SCALE_ROW) {
+      c0 = SB[col];
+      c1 = col + 1 < g.n ? SB[col + 1] : 0.0f;
+    } else if (g.b_layout == GEMMD_SCALE_TENSOR) {
+      c0 = c1 = SB[0];
+    }
+    const float *t = total + j * 4;
+    if (col + 1 < g.n) {
+      if (row0 < g.m) gemmd_store_out_pair(D, g.out_dtype, (size_t)row0 * g.n + col, t[0] * c0, t[1] * c1);
+      if (row1 < g.m) gemmd_store_out_pair(D, g.out_dtype, (size_t)row1 * g.n + col, t[2] * c0, t[3] * c1);
+    } else {
+      if (row0 < g.m) gemmd_store_out(D, g.out_dtype, (size_t)row0 * g.n + col, t[0] * c0);
+      if (row1 < g.m) gemmd_store_out(D, g.out_dtype, (size_t)row1 * g.n + col, t[2] * c0);
     }
   }
 }
@@ -502,27 +516,43 @@ int sm_count() {
 // The groups the WGMMA kernel runs: all but FP32 outputs (gpu_gemm.cu says why).
 bool runs_here(const gemmd_group_params_t &p) { return p.out_dtype != GEMMD_DTYPE_FP32; }
 
-uint64_t count_tiles(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t tile_n) {
-  uint64_t tiles = 0;
-  for (uint32_t g = 0; g < n_groups; g++) {
-    if (runs_here(table[g])) tiles += (uint64_t)((table[g].m + BM - 1) / BM) * ((table[g].n + tile_n - 1) / tile_n);
+// The tile width with the least estimated time: waves of tiles over the SMs times the
+// average tile's K blocks times the cost of one K block at that width. The cost model was
+// fitted to the v3 width sweep on the H200 (docs/bench/kernels.md): a K block takes about
+// 219 ns + 2.66 ns per tile column when memory-bound; wider tiles stream more bytes per
+// stage, narrower tiles give more SMs work. Ties go to the wider tile.
+uint32_t choose_tile_n(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms) {
+  uint32_t best = 128;
+  double best_cost = 0;
+  for (uint32_t tn : {128u, 64u, 32u, 16u}) {
+    uint64_t tiles = 0;
+    double kblocks = 0;
+    for (uint32_t g = 0; g < n_groups; g++) {
+      if (!runs_here(table[g])) continue;
+      const uint64_t t = (uint64_t)((table[g].m + BM - 1) / BM) * ((table[g].n + tn - 1) / tn);
+      tiles += t;
+      kblocks += (double)t * ((table[g].k + BK - 1) / BK);
+    }
+    if (tiles == 0) return 128;
+    const double waves = (double)((tiles + sms - 1) / sms);
+    const double cost = waves * (kblocks / (double)tiles) * (219.0 + 2.66 * tn);
+    if (tn == 128 || cost < best_cost * 0.999) {
+      best = tn;
+      best_cost = cost;
+    }
   }
-  return tiles;
-}
-
-// The widest tile that still gives every SM a tile; the narrowest when none does.
-uint32_t choose_tile_n(const gemmd_group_params_t *table, uint32_t n_groups) {
-  if (g_forced_tile_n != 0) return g_forced_tile_n;
-  for (uint32_t tn : {128u, 64u, 32u}) {
-    if (count_tiles(table, n_groups, tn) >= (uint64_t)sm_count()) return tn;
-  }
-  return 16;
+  return best;
 }
 
 }  // namespace
 
 extern "C" uint64_t gemmd_gpu_gemm_sched_bytes(uint32_t n_groups) {
   return (uint64_t)n_groups * 2 * GEMMD_GPU_TMAP_BYTES + 4ull * (n_groups + 1);
+}
+
+extern "C" uint32_t gemmd_gpu_gemm_choose_tile_n(const gemmd_group_params_t *table, uint32_t n_groups,
+                                                 uint32_t sms) {
+  return choose_tile_n(table, n_groups, sms == 0 ? 1 : sms);
 }
 
 extern "C" int gemmd_gpu_gemm_force_tile_n(uint32_t tile_n) {
@@ -542,7 +572,8 @@ extern "C" int gemmd_gpu_gemm_prepare(gemmd_gpu_kernel_t kernel, void *host_batc
   const auto *table = reinterpret_cast<const gemmd_group_params_t *>(bytes + sizeof *hdr);
   uint8_t *tmaps = bytes + hdr->sched_arena;
   auto *starts = reinterpret_cast<uint32_t *>(tmaps + (size_t)hdr->n_groups * 2 * GEMMD_GPU_TMAP_BYTES);
-  const uint32_t tile_n = choose_tile_n(table, hdr->n_groups);
+  const uint32_t tile_n =
+      g_forced_tile_n != 0 ? g_forced_tile_n : choose_tile_n(table, hdr->n_groups, (uint32_t)sm_count());
   uint64_t tiles = 0;
   for (uint32_t g = 0; g < hdr->n_groups; g++) {
     const gemmd_group_params_t &p = table[g];

@@ -1,0 +1,60 @@
+// gemmd_gpu_gemm_choose_tile_n (gpu_gemm.h), on the host, no GPU needed: for the shapes of
+// the H200 width sweep (docs/bench/kernels.md, v3 run) it must pick the width that was
+// measured fastest there, or one measured within 5% of it.
+#include <cstdio>
+#include <vector>
+
+#include "kernels/gpu_gemm.h"
+#include "kernels/testutil.h"
+
+namespace {
+
+struct Case {
+  const char *name;
+  uint32_t groups, m, n, k;
+  std::vector<uint32_t> good;  // widths measured fastest (within 5%)
+};
+
+uint32_t choose(uint32_t groups, uint32_t m, uint32_t n, uint32_t k, uint8_t out) {
+  std::vector<gemmd_group_params_t> t(groups);
+  for (auto &g : t) {
+    g = gemmd_group_params_t{};
+    g.m = m, g.n = n, g.k = k;
+    g.out_dtype = out;
+  }
+  return gemmd_gpu_gemm_choose_tile_n(t.data(), groups, 132);
+}
+
+}  // namespace
+
+int main() {
+  const Case cases[] = {
+      {"8x2112x7168", 1, 8, 2112, 7168, {16}},
+      {"8x4096x7168", 1, 8, 4096, 7168, {32}},
+      {"8x7168x16384", 1, 8, 7168, 16384, {64}},
+      {"128x7168x16384", 1, 128, 7168, 16384, {64}},
+      {"8x24576x1536", 1, 8, 24576, 1536, {64, 128}},
+      {"8x32768x512", 1, 8, 32768, 512, {128}},
+      {"8x7168x2048", 1, 8, 7168, 2048, {32, 64, 128}},
+      {"4096x7168x16384", 1, 4096, 7168, 16384, {128}},
+      {"4096x2112x7168", 1, 4096, 2112, 7168, {128}},
+      {"decode 64x8 own 4096x4096", 64, 8, 4096, 4096, {128}},
+      {"decode 128x4 own 2048x2048", 128, 4, 2048, 2048, {128}},
+  };
+  int bad = 0;
+  for (const Case &c : cases) {
+    const uint32_t got = choose(c.groups, c.m, c.n, c.k, GEMMD_DTYPE_BF16);
+    bool ok = false;
+    for (uint32_t w : c.good) ok = ok || w == got;
+    if (!ok) {
+      std::fprintf(stderr, "%s: chose width %u, measured best: %u\n", c.name, got, c.good[0]);
+      bad++;
+    }
+  }
+  // Groups with FP32 output run on the other kernel and do not count; with none left the
+  // choice is the default width.
+  TEST_CHECK(choose(4, 8, 2112, 7168, GEMMD_DTYPE_FP32) == 128, "FP32-only batch");
+  TEST_CHECK(choose(0, 1, 1, 1, GEMMD_DTYPE_BF16) == 128, "empty batch");
+  std::printf("tile_choice_test: %zu shapes, %d wrong\n", sizeof cases / sizeof cases[0], bad);
+  return bad == 0 ? 0 : 1;
+}
