@@ -62,6 +62,9 @@ static const opt_t options[] = {
          "accumulation misses SPEC's FP32-output bound: 1.3e-4 at K=1024)"),
     ENUM(cuda_graphs, "cuda-graphs", "on", "on|off",
          "replay a captured CUDA graph per batch (off: launch eagerly, for comparison)"),
+    INT(engine_spin_us, "engine-spin-us", "200", 0, 100000,
+        "CUDA engine: its staging and completion threads poll this many us for work and for "
+        "the GPU before they sleep (lower latency, a busy core while batches run)"),
     INT(test_fault_after_batches, "test-fault-after-batches", "0", 0, 1000000000,
         "tests only: make the GPU fail on this batch (0: never)"),
     INT(cpu_threads, "cpu-threads", "0", 0, 1024,

@@ -34,6 +34,7 @@ typedef struct gemmd_config_s {
   char gemm_kernel[16]; /* auto | gemmd | wgmma | cublaslt */
   char cuda_graphs[8];  /* on | off */
   int64_t test_fault_after_batches;
+  int64_t engine_spin_us;
   int64_t cpu_threads;
   int64_t cpu_inline_flops;
   /* Weights. */

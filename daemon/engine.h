@@ -57,14 +57,17 @@ int gemmd_engine_cpu_create(int threads, double inline_flops, gemmd_engine_done_
                             void *done_ctx, gemmd_engine_t **out);
 
 /* The CUDA engine (engine_cuda.c, built with a CUDA toolkit): device `device` must be an
- * sm_90 GPU. kernel: "gemmd" or "cublaslt"; graphs: capture and replay batches.
+ * sm_90 GPU. kernel: "wgmma", "gemmd" or "cublaslt"; graphs: capture and replay batches.
  * fault_after: tests only, 0 = never; else make the device fail on that batch.
+ * spin_us: the staging and completion threads poll this long for work / for the GPU
+ * before they sleep (0: sleep at once).
  * Returns 0, or GEMMD_ENOTSUP with why (no GPU, not sm_90, built without CUDA). */
 typedef struct gemmd_cuda_options_s {
   int device;
   const char *kernel;
   int graphs;
   int64_t fault_after;
+  int64_t spin_us;
 } gemmd_cuda_options_t;
 
 int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn done,

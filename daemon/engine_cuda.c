@@ -82,6 +82,10 @@ typedef struct {
   unsigned n_submitted;
   launched_t launched[N_SLOTS]; /* FIFO to the completion thread */
   unsigned n_launched;
+  /* Copies of n_submitted / n_launched that the threads poll without the mutex while
+   * they spin (--engine-spin-us); written under the mutex. */
+  atomic_uint submitted_hint, launched_hint;
+  uint64_t spin_ns;
   uint64_t lt_clock;
   int stop;
   atomic_int failed;
@@ -92,6 +96,43 @@ typedef struct {
 } cuda_engine_t;
 
 static uint64_t align256(uint64_t x) { return (x + 255u) & ~(uint64_t)255u; }
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/* With the mutex held and nothing to do: poll `count` for up to e->spin_ns without the
+ * mutex (a wake-up through the condition variable costs tens of µs on a busy host), then
+ * come back holding it. The caller re-checks and sleeps as before if nothing came. */
+static void spin_for_work(cuda_engine_t *e, const atomic_uint *count) {
+  if (e->spin_ns == 0 || e->stop) return;
+  pthread_mutex_unlock(&e->mu);
+  const uint64_t end = now_ns() + e->spin_ns;
+  while (atomic_load_explicit(count, memory_order_acquire) == 0 && now_ns() < end) cpu_relax();
+  pthread_mutex_lock(&e->mu);
+}
+
+/* Waits for the slot's stop event: polls it for up to e->spin_ns, then blocks. */
+static cudaError_t wait_stop_event(cuda_engine_t *e, slot_t *s) {
+  if (e->spin_ns > 0) {
+    const uint64_t end = now_ns() + e->spin_ns;
+    for (;;) {
+      const cudaError_t q = cudaEventQuery(s->stop);
+      if (q != cudaErrorNotReady) return q;
+      if (now_ns() >= end) break;
+      cpu_relax();
+    }
+  }
+  return cudaEventSynchronize(s->stop);
+}
 
 /* Records the first CUDA failure; later calls keep it. Returns 1 when err is an error. */
 static int cuda_failed(cuda_engine_t *e, cudaError_t err, const char *what) {
@@ -489,13 +530,16 @@ static void *stager_main(void *arg) {
   cudaSetDevice(e->device);
   for (;;) {
     pthread_mutex_lock(&e->mu);
+    if (e->n_submitted == 0) spin_for_work(e, &e->submitted_hint);
     while (e->n_submitted == 0 && !e->stop) pthread_cond_wait(&e->cv, &e->mu);
     if (e->n_submitted == 0) {
       pthread_mutex_unlock(&e->mu);
       return NULL;
     }
     gemmd_batch_t *b = e->submitted[0];
+    b->engine_start_ns = now_ns();
     memmove(&e->submitted[0], &e->submitted[1], --e->n_submitted * sizeof b);
+    atomic_store(&e->submitted_hint, e->n_submitted);
     slot_t *s = NULL;
     while (s == NULL) {
       for (int i = 0; i < N_SLOTS; i++) {
@@ -533,6 +577,7 @@ static void *stager_main(void *arg) {
           err = cudaErrorUnknown;
         } else {
           const char *step = "";
+          b->launch_ns = now_ns();
           err = launch(e, s, &L, b, &step);
           if (err) {
             char what[64];
@@ -552,6 +597,7 @@ static void *stager_main(void *arg) {
       b->engine_data = NULL;
     }
     e->launched[e->n_launched++] = (launched_t){b, err ? NULL : s};
+    atomic_store(&e->launched_hint, e->n_launched);
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
   }
@@ -562,6 +608,7 @@ static void *completer_main(void *arg) {
   cudaSetDevice(e->device);
   for (;;) {
     pthread_mutex_lock(&e->mu);
+    if (e->n_launched == 0) spin_for_work(e, &e->launched_hint);
     while (e->n_launched == 0 && !(e->stop && e->n_submitted == 0)) pthread_cond_wait(&e->cv, &e->mu);
     if (e->n_launched == 0) {
       pthread_mutex_unlock(&e->mu);
@@ -569,11 +616,13 @@ static void *completer_main(void *arg) {
     }
     const launched_t l = e->launched[0];
     memmove(&e->launched[0], &e->launched[1], --e->n_launched * sizeof l);
+    atomic_store(&e->launched_hint, e->n_launched);
     pthread_mutex_unlock(&e->mu);
     gemmd_batch_t *b = l.b;
     slot_t *s = l.s;
     if (s != NULL) {
-      cudaError_t err = cudaEventSynchronize(s->stop);
+      cudaError_t err = wait_stop_event(e, s);
+      b->seen_done_ns = now_ns();
       float ms = 0;
       if (!err) err = cudaEventElapsedTime(&ms, s->start, s->stop);
       if (err) {
@@ -602,6 +651,7 @@ static int cuda_submit(gemmd_engine_t *base, gemmd_batch_t *b) {
     return GEMMD_EAGAIN;
   }
   e->submitted[e->n_submitted++] = b;
+  atomic_store(&e->submitted_hint, e->n_submitted);
   pthread_cond_broadcast(&e->cv);
   pthread_mutex_unlock(&e->mu);
   return GEMMD_OK;
@@ -693,6 +743,7 @@ int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn
   e->kernel = o->kernel != NULL && strcmp(o->kernel, "wgmma") == 0 ? GEMMD_GPU_KERNEL_WGMMA : GEMMD_GPU_KERNEL_SIMPLE;
   e->use_graphs = o->graphs;
   e->fault_after = o->fault_after;
+  e->spin_ns = o->spin_us > 0 ? (uint64_t)o->spin_us * 1000u : 0;
   e->base.ops = &cuda_ops;
   e->base.backend = "cuda";
   e->base.slots = N_SLOTS;

@@ -79,6 +79,28 @@ void gemmd_metrics_batch(gemmd_metrics_t *m, uint32_t requests, uint64_t device_
   m->output_bytes += output_bytes;
 }
 
+static const char *const stage_names[GEMMD_N_BATCH_STAGES] = {
+#define GEMMD_STAGE_NAME(id, name) name,
+    GEMMD_BATCH_STAGES(GEMMD_STAGE_NAME)
+#undef GEMMD_STAGE_NAME
+};
+
+/* b - a in seconds, 0 when a clock went backwards or a mark is missing. */
+static double span(uint64_t a, uint64_t b) { return a != 0 && b > a ? (double)(b - a) * 1e-9 : 0.0; }
+
+void gemmd_metrics_batch_stages(gemmd_metrics_t *m, const gemmd_batch_marks_t *k) {
+  const double device = (double)k->device_ns * 1e-9;
+  double after_launch = span(k->launch, k->seen_done) - device;
+  if (after_launch < 0) after_launch = 0;
+  m->stage_seconds[GEMMD_STAGE_TO_ENGINE] += span(k->submit, k->engine_start);
+  m->stage_seconds[GEMMD_STAGE_STAGING] += span(k->engine_start, k->launch);
+  m->stage_seconds[GEMMD_STAGE_DEVICE] += device;
+  m->stage_seconds[GEMMD_STAGE_NOTICE] += after_launch;
+  m->stage_seconds[GEMMD_STAGE_TO_LOOP] += span(k->seen_done, k->done);
+  m->stage_seconds[GEMMD_STAGE_ANSWER] += span(k->done, k->answered);
+  m->staged_batches++;
+}
+
 /* ---- Output buffer ------------------------------------------------------------------- */
 
 /* A growable string; after the first allocation failure every append is a no-op and
@@ -362,6 +384,18 @@ int gemmd_metrics_render(const gemmd_metrics_t *m, char **out, size_t *len) {
   counter_u64(&b, "gemmd_output_bytes_total", "Bytes of results sent.", m->output_bytes);
   counter_u64(&b, "gemmd_graph_replays_total", "CUDA graph replays.", m->graph_replays);
   counter_u64(&b, "gemmd_graph_captures_total", "CUDA graph captures.", m->graph_captures);
+  if (m->staged_batches > 0) {
+    family(&b, "gemmd_batch_stage_seconds_total", "counter",
+           "Time batches spent in each hand-off between the loop and the GPU (divide by "
+           "gemmd_batch_stage_batches_total for the mean).");
+    for (int i = 0; i < GEMMD_N_BATCH_STAGES; i++) {
+      buf_printf(&b, "gemmd_batch_stage_seconds_total{stage=\"%s\"} ", stage_names[i]);
+      buf_double(&b, m->stage_seconds[i]);
+      buf_puts(&b, "\n");
+    }
+    counter_u64(&b, "gemmd_batch_stage_batches_total", "Batches counted in gemmd_batch_stage_seconds_total.",
+                m->staged_batches);
+  }
 
   gauge_u64(&b, "gemmd_queue_depth", "Requests waiting in the batcher.", m->queue_depth);
   gauge_u64(&b, "gemmd_inflight_requests", "Requests received and not yet answered.",

@@ -21,6 +21,21 @@ const char *gemmd_transport_name(gemmd_transport_t t);
 /* "OK", "CANCELLED", ... "UNAUTHENTICATED"; "UNKNOWN" outside 0..16. */
 const char *gemmd_code_name(int code);
 
+/* Stages of gemmd_batch_stage_seconds_total, in a batch's order. */
+#define GEMMD_BATCH_STAGES(X)                                                                \
+  X(TO_ENGINE, "to_engine")       /* loop submits → the engine's thread picks it up */       \
+  X(STAGING, "host_staging")      /* layout, copies into pinned memory, tensor maps */        \
+  X(DEVICE, "device")             /* CUDA events: upload, kernels, result copies */            \
+  X(NOTICE, "completion_notice")  /* the GPU done → the engine's thread knows (+ API calls) */ \
+  X(TO_LOOP, "to_loop")           /* the engine's thread → the loop */                        \
+  X(ANSWER, "answer")             /* the loop answers every request of the batch */
+enum {
+#define GEMMD_STAGE_ENUM(id, name) GEMMD_STAGE_##id,
+  GEMMD_BATCH_STAGES(GEMMD_STAGE_ENUM)
+#undef GEMMD_STAGE_ENUM
+      GEMMD_N_BATCH_STAGES
+};
+
 typedef struct gemmd_metrics_s {
   /* Counters. */
   uint64_t requests[GEMMD_N_TRANSPORTS][GEMMD_N_CODES]; /* gemmd_requests_total */
@@ -28,6 +43,10 @@ typedef struct gemmd_metrics_s {
   double flops;                                          /* gemmd_flops_total */
   uint64_t input_bytes, output_bytes;                    /* gemmd_{input,output}_bytes_total */
   uint64_t graph_replays, graph_captures;                /* gemmd_graph_{replays,captures}_total */
+  /* gemmd_batch_stage_seconds_total{stage}: where a batch's time goes between the loop
+   * and the GPU (engines that report their hand-offs), and its count. */
+  double stage_seconds[GEMMD_N_BATCH_STAGES];
+  uint64_t staged_batches;
   /* Histograms. */
   gemmd_histogram_t request_seconds[GEMMD_N_TRANSPORTS]; /* gemmd_request_duration_seconds */
   gemmd_histogram_t queue_seconds;                       /* gemmd_queue_duration_seconds */
@@ -49,6 +68,14 @@ void gemmd_metrics_init(gemmd_metrics_t *m, const char *version, const char *bac
  * that reached a batch (queue_ns = 0 and dispatched = 0 otherwise). */
 void gemmd_metrics_request(gemmd_metrics_t *m, gemmd_transport_t t, int code, uint64_t total_ns,
                            int dispatched, uint64_t queue_ns);
+
+/* A finished batch's hand-offs (CLOCK_MONOTONIC ns; daemon/batch.h says which is which)
+ * and its device time, added to gemmd_batch_stage_seconds_total. */
+typedef struct {
+  uint64_t submit, engine_start, launch, seen_done, done, answered;
+  uint64_t device_ns;
+} gemmd_batch_marks_t;
+void gemmd_metrics_batch_stages(gemmd_metrics_t *m, const gemmd_batch_marks_t *k);
 
 /* Records one finished batch. */
 void gemmd_metrics_batch(gemmd_metrics_t *m, uint32_t requests, uint64_t device_ns, double flops,

@@ -268,6 +268,7 @@ static void maybe_dispatch(gemmd_server_t *srv) {
     }
     for (uint32_t i = 0; i < b->n_requests; i++) b->requests[i]->dispatched_ns = now;
     gemmd_batch_plan(b, srv->engine->row_align);
+    b->submit_ns = gemmd_now_ns();
     const int rc = srv->engine->ops->submit(srv->engine, b);
     if (rc != GEMMD_OK) {
       for (uint32_t i = 0; i < b->n_requests; i++) {
@@ -307,6 +308,12 @@ static void on_batch_done(gemmd_server_t *srv, void *arg) {
       r->d = NULL;
     }
     finish(srv, r, 1);
+  }
+  b->answered_ns = gemmd_now_ns();
+  if (b->seen_done_ns != 0) {
+    const gemmd_batch_marks_t marks = {b->submit_ns, b->engine_start_ns, b->launch_ns, b->seen_done_ns,
+                                       b->done_ns,   b->answered_ns,     b->compute_ns};
+    gemmd_metrics_batch_stages(&srv->metrics, &marks);
   }
   srv->engine->ops->batch_release(srv->engine, b);
   gemmd_batch_free(b);
@@ -732,7 +739,8 @@ static int create_engine(gemmd_server_t *srv) {
 #ifdef GEMMD_HAVE_CUDA
     const gemmd_cuda_options_t o = {(int)cfg->device,
                                     strcmp(cfg->gemm_kernel, "auto") == 0 ? "wgmma" : cfg->gemm_kernel,
-                                    strcmp(cfg->cuda_graphs, "on") == 0, cfg->test_fault_after_batches};
+                                    strcmp(cfg->cuda_graphs, "on") == 0, cfg->test_fault_after_batches,
+                                    cfg->engine_spin_us};
     const int rc = gemmd_engine_cuda_create(&o, engine_done, srv, &srv->engine, why, sizeof why);
     if (rc == GEMMD_OK) {
       gemmd_log(GEMMD_LOG_INFO, "backend chosen", "backend=cuda device=\"%s\"", srv->engine->device);

@@ -71,6 +71,14 @@ class Metrics(unittest.TestCase):
                 self.assertIn(name, s)
             self.assertGreater(s["process_resident_memory_bytes"], 0)
             self.assertLess(abs(s["process_start_time_seconds"] - time.time()), 120)
+            # Where batch time goes: every stage present, each batch counted once, the
+            # device (compute) share positive, none negative.
+            self.assertEqual(s["gemmd_batch_stage_batches_total"], 6)
+            stages = {k: v for k, v in s.items() if k.startswith("gemmd_batch_stage_seconds_total{")}
+            self.assertEqual(sorted(stages), sorted('gemmd_batch_stage_seconds_total{stage="%s"}' % n for n in (
+                "to_engine", "host_staging", "device", "completion_notice", "to_loop", "answer")))
+            self.assertTrue(all(v >= 0 for v in stages.values()), stages)
+            self.assertGreater(stages['gemmd_batch_stage_seconds_total{stage="device"}'], 0)
 
 
 class Endpoints(unittest.TestCase):
