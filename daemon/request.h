@@ -30,6 +30,12 @@ struct gemmd_request_s {
   uint64_t conn_id; /* one per client connection: the in-flight limit counts by it */
   void (*respond)(gemmd_request_t *req);
   void *respond_ctx;
+  /* Optional: answers the caller from the engine's thread the moment its batch completes
+   * OK (status, compute_ns, batch_* and d set), ahead of the loop; respond still runs
+   * later on the loop, for the bookkeeping, with answered_early set. Only for transports
+   * whose answer is safe off the loop (shared memory: a locked CQ publish). */
+  void (*answer_early)(gemmd_request_t *req);
+  int answered_early;
 
   /* Times, CLOCK_MONOTONIC ns. deadline_ns = 0: none. */
   uint64_t accepted_ns, deadline_ns, dispatched_ns, done_ns;

@@ -339,8 +339,25 @@ static void device_failed(gemmd_server_t *srv, const char *why) {
   }
 }
 
-/* Engine thread. */
-static void engine_done(void *ctx, gemmd_batch_t *b) { gemmd_server_post(ctx, on_batch_done, b); }
+/* Engine thread (or the loop, for a CPU batch run inline). Requests that can be answered
+ * off the loop are answered here, a loop wake-up sooner (docs/bench/gpu_engine.md); the
+ * loop's on_batch_done does the bookkeeping for every request as before. */
+static void engine_done(void *ctx, gemmd_batch_t *b) {
+  if (b->status == CODE_OK && !b->device_failed) {
+    for (uint32_t i = 0; i < b->n_requests; i++) {
+      gemmd_request_t *r = b->requests[i];
+      if (r->answer_early == NULL) continue;
+      r->status = CODE_OK;
+      r->batch_id = b->id;
+      r->batch_requests = b->n_requests;
+      r->batch_groups = b->n_groups;
+      r->compute_ns = b->compute_ns;
+      r->answer_early(r);
+      r->answered_early = 1;
+    }
+  }
+  gemmd_server_post(ctx, on_batch_done, b);
+}
 
 /* ---- Health --------------------------------------------------------------------------- */
 

@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,10 @@ struct shm_client_s {
   uint32_t entries, sq_offset, cq_offset;
   uint64_t data_offset, data_bytes;
   uint32_t sq_head, cq_tail; /* gemmd's cursors */
+  /* Completions are published by the loop and, for GEMMs, by the engine's completion
+   * thread (answer_early): cq_mu orders them and guards cq_tail and state's ACTIVE →
+   * CLOSING step. */
+  pthread_mutex_t cq_mu;
   uint32_t inflight, max_inflight;
   int refs; /* the connection's own + one per operation in flight */
   int draining_ring;
@@ -110,13 +115,19 @@ static void copy_message(char *dst, size_t n, const char *src) {
 }
 
 static void publish(shm_client_t *c, const gemmd_shm_cqe_t *cqe) {
-  if (c->state != ACTIVE) return; /* the client is gone: the answer goes nowhere */
+  pthread_mutex_lock(&c->cq_mu);
+  if (c->state != ACTIVE) { /* the client is gone: the answer goes nowhere */
+    pthread_mutex_unlock(&c->cq_mu);
+    return;
+  }
   uint8_t *slot = c->arena + c->cq_offset + (size_t)(c->cq_tail & (c->entries - 1)) * GEMMD_SHM_ENTRY_BYTES;
   memcpy(slot, cqe, sizeof *cqe);
   c->cq_tail++;
   store_release(&c->hdr->cq_tail, c->cq_tail);
   __atomic_fetch_add(&c->hdr->cq_seq.value, 1, __ATOMIC_RELEASE);
-  if (__atomic_load_n(&c->hdr->client_waiting.value, __ATOMIC_ACQUIRE) != 0) {
+  const int wake = __atomic_load_n(&c->hdr->client_waiting.value, __ATOMIC_ACQUIRE) != 0;
+  pthread_mutex_unlock(&c->cq_mu);
+  if (wake) {
     const uint64_t one = 1;
     if (write(c->cq_efd, &one, sizeof one) < 0 && errno != EAGAIN) {
       gemmd_log(GEMMD_LOG_WARN, "shm doorbell", "client=%u errno=%d", c->id, errno);
@@ -150,8 +161,8 @@ static void op_done(shm_op_t *op) {
   client_unref(c);
 }
 
-/* Loop thread: a GEMM's answer (D is already in the arena: the engine wrote it there). */
-static void gemm_respond(gemmd_request_t *r) {
+/* A GEMM's completion (D is already in the arena: the engine wrote it there). */
+static void gemm_publish(gemmd_request_t *r, uint64_t total_ns) {
   shm_op_t *op = (shm_op_t *)r;
   gemmd_shm_cqe_t cqe;
   memset(&cqe, 0, sizeof cqe);
@@ -166,10 +177,19 @@ static void gemm_respond(gemmd_request_t *r) {
     cqe.batch_groups = r->batch_groups;
     cqe.batch_id = r->batch_id;
   }
-  cqe.total_ns = r->done_ns - r->accepted_ns;
+  cqe.total_ns = total_ns;
   if (r->status != CODE_OK) copy_message(cqe.message, sizeof cqe.message, r->message);
   publish(op->c, &cqe);
-  op_done(op);
+}
+
+/* Engine thread: the batch completed OK; the client hears it now. The op (and with it
+ * the client and its arena mapping) stays alive until gemm_respond on the loop. */
+static void gemm_answer_early(gemmd_request_t *r) { gemm_publish(r, gemmd_now_ns() - r->accepted_ns); }
+
+/* Loop thread: the bookkeeping end of every GEMM, and its answer unless already given. */
+static void gemm_respond(gemmd_request_t *r) {
+  if (!r->answered_early) gemm_publish(r, r->done_ns - r->accepted_ns);
+  op_done((shm_op_t *)r);
 }
 
 static void weight_op_done(void *ctx, int code, const char *message, const gemmd_weight_t *w) {
@@ -276,6 +296,7 @@ static int take_gemm(shm_client_t *c, const gemmd_shm_sqe_t *e, shm_op_t *op, ch
   r->deadline_ns = e->timeout_us ? op->accepted_ns + (uint64_t)e->timeout_us * 1000u : 0;
   r->d_dest = c->arena + e->d_offset;
   r->respond = gemm_respond;
+  r->answer_early = gemm_answer_early;
   r->respond_ctx = op;
   return CODE_OK;
 }
@@ -480,6 +501,7 @@ static void on_client_handle_closed(uv_handle_t *h) {
   if (c->sq_efd >= 0) close(c->sq_efd);
   if (c->cq_efd >= 0) close(c->cq_efd);
   if (c->arena != NULL) munmap(c->arena, c->arena_bytes);
+  pthread_mutex_destroy(&c->cq_mu);
   free(c);
   maybe_done(ss);
 }
@@ -500,7 +522,9 @@ static void close_client(shm_client_t *c, const char *why) {
               c->id, (int)c->peer.pid, (unsigned)c->peer.uid, why, c->inflight);
     uv_poll_stop(&c->sq_poll);
   }
+  pthread_mutex_lock(&c->cq_mu);
   c->state = CLOSING;
+  pthread_mutex_unlock(&c->cq_mu);
   uv_poll_stop(&c->sock_poll);
   client_unref(c); /* the connection's reference; in-flight operations hold theirs */
 }
@@ -718,6 +742,7 @@ static void on_listen(uv_poll_t *h, int status, int events) {
     c->id = ++ss->next_id;
     c->refs = 1;
     c->state = HANDSHAKE;
+    pthread_mutex_init(&c->cq_mu, NULL);
     socklen_t len = sizeof c->peer;
     getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->peer, &len);
     c->next = ss->clients;
