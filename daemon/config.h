@@ -18,6 +18,8 @@ typedef struct gemmd_config_s {
   char grpc_listen[256];
   char metrics_listen[256];
   int64_t grpc_threads;
+  int64_t loop_spin_us;
+  char grpc_poller[8]; /* auto | poll | epoll1 */
   uint64_t max_message_bytes;
   char tls_cert[1024];
   char tls_key[1024];

@@ -332,6 +332,14 @@ static void on_shutdown_tag(rpc_tag_t *tag, int ok) {
   maybe_finish_shutdown(rpc);
 }
 
+void gemmd_rpc_choose_poller(const gemmd_config_t *cfg) {
+  if (strcmp(cfg->grpc_poller, "auto") != 0) {
+    setenv("GRPC_POLL_STRATEGY", cfg->grpc_poller, 1);
+  } else if (getenv("GRPC_POLL_STRATEGY") == NULL) {
+    setenv("GRPC_POLL_STRATEGY", "poll", 1);
+  }
+}
+
 int gemmd_rpc_start(gemmd_server_t *srv, gemmd_rpc_t **out, int *port, char *err, size_t errlen) {
   const gemmd_config_t *cfg = srv->cfg;
   grpc_init();

@@ -14,6 +14,10 @@
 
 /* Binds --grpc-listen, starts the threads. *port is the bound port.
  * Returns 0, or GEMMD_EIO / GEMMD_EINVAL with err set. Loop thread. */
+/* Sets $GRPC_POLL_STRATEGY from --grpc-poller (auto: keep it when set, else "poll"), which
+ * gRPC core reads at its first grpc_init. Call before gemmd starts any thread (setenv). */
+void gemmd_rpc_choose_poller(const gemmd_config_t *cfg);
+
 int gemmd_rpc_start(gemmd_server_t *srv, gemmd_rpc_t **out, int *port, char *err, size_t errlen);
 
 /* Loop thread: stops accepting calls, cancels the ones left (idle streams, health

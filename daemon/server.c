@@ -80,11 +80,20 @@ static void run_inbox(gemmd_server_t *srv) {
   }
 }
 
+static void on_spin(uv_idle_t *h) {
+  gemmd_server_t *srv = h->data;
+  if (gemmd_now_ns() >= srv->spin_until_ns) uv_idle_stop(h);
+}
+
 static void on_wakeup(uv_async_t *h) {
   gemmd_server_t *srv = h->data;
   gemmd_server_hold_dispatch(srv);
   run_inbox(srv);
   gemmd_server_release_dispatch(srv);
+  if (srv->cfg->loop_spin_us > 0 && !srv->draining) {
+    srv->spin_until_ns = gemmd_now_ns() + (uint64_t)srv->cfg->loop_spin_us * 1000u;
+    if (!uv_is_active((uv_handle_t *)&srv->spin)) uv_idle_start(&srv->spin, on_spin);
+  }
 }
 
 /* ---- Answering ------------------------------------------------------------------------ */
@@ -618,6 +627,7 @@ static void rpc_stopped(gemmd_server_t *srv, void *arg) {
   close_handle((uv_handle_t *)&srv->sigterm);
   close_handle((uv_handle_t *)&srv->sigint);
   close_handle((uv_handle_t *)&srv->wakeup);
+  close_handle((uv_handle_t *)&srv->spin);
 }
 
 static void on_signal(uv_signal_t *h, int signum) {
@@ -778,6 +788,7 @@ int gemmd_server_run(const gemmd_config_t *cfg) {
   gemmd_server_t *srv = calloc(1, sizeof *srv);
   if (srv == NULL) return 1;
   srv->cfg = cfg;
+  gemmd_rpc_choose_poller(cfg); /* setenv: before gemmd has any other thread */
   srv->start_ns = gemmd_now_ns();
   srv->limits = (gemmd_limits_t){(uint32_t)cfg->max_m, (uint32_t)cfg->max_n, (uint32_t)cfg->max_k};
   srv->exit_code = 0;
@@ -791,6 +802,8 @@ int gemmd_server_run(const gemmd_config_t *cfg) {
   uv_loop_init(&srv->loop);
   uv_async_init(&srv->loop, &srv->wakeup, on_wakeup);
   srv->wakeup.data = srv;
+  uv_idle_init(&srv->loop, &srv->spin);
+  srv->spin.data = srv;
   uv_timer_init(&srv->loop, &srv->tick);
   srv->tick.data = srv;
   uv_timer_init(&srv->loop, &srv->batch_delay);
@@ -857,6 +870,7 @@ fail:
   close_handle((uv_handle_t *)&srv->sigterm);
   close_handle((uv_handle_t *)&srv->sigint);
   close_handle((uv_handle_t *)&srv->wakeup);
+  close_handle((uv_handle_t *)&srv->spin);
   uv_run(&srv->loop, UV_RUN_DEFAULT);
 done:
   run_inbox(srv);

@@ -51,6 +51,10 @@ struct gemmd_server_s {
   uv_async_t wakeup;
   pthread_mutex_t inbox_mu;
   gemmd_post_t *inbox_head, *inbox_tail;
+  /* --loop-spin-us: after a wake-up the loop keeps polling (an idle handle makes uv_run
+   * poll without sleeping) until spin_until_ns, so the next hand-off finds it awake. */
+  uv_idle_t spin;
+  uint64_t spin_until_ns;
 
   uv_signal_t sigterm, sigint;
   uv_timer_t tick;        /* periodic jobs, see on_tick in server.c */
