@@ -184,7 +184,9 @@ class Configuration(unittest.TestCase):
         for args, fragment in [(["--no-such-flag", "1"], "unknown option 'no-such-flag'"),
                                (["--max-m", "0"], "--max-m: 0 is outside [1, 16777216]"),
                                (["--backend", "tpu"], "--backend: 'tpu' is not one of auto|cuda|cpu"),
-                               (["--queue-depth"], "--queue-depth needs a value")]:
+                               (["--queue-depth"], "--queue-depth needs a value"),
+                               (["--grpc-poller", "select"], "--grpc-poller: 'select' is not one of auto|poll|epoll1"),
+                               (["--loop-spin-us", "-1"], "--loop-spin-us: -1 is outside [0, 100000]")]:
             p = subprocess.run([gemmd] + args, capture_output=True, text=True, timeout=30)
             self.assertEqual(p.returncode, 2, args)
             self.assertIn(fragment, p.stderr)
@@ -194,6 +196,20 @@ class Configuration(unittest.TestCase):
                             "--metrics-listen", "127.0.0.1:0"], capture_output=True, text=True, timeout=30)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("backend unavailable", p.stderr)
+
+    def test_poller_and_spin_settings_serve(self):
+        # Every gRPC poller and both loop modes serve requests; the startup dump says which.
+        pb, _, _, _ = H.stubs()
+        req = pb.GemmRequest(a=pb.Matrix(rows=3, cols=8, dtype=1, data=bytes(24)),
+                             b=pb.Matrix(rows=5, cols=8, dtype=1, data=bytes(40)))
+        for poller, spin in (("epoll1", "0"), ("poll", "500"), ("auto", "200")):
+            with H.Gemmd("--grpc-poller", poller, "--loop-spin-us", spin) as d:
+                stub = d.stub()
+                for _ in range(3):
+                    self.assertEqual(stub.Gemm(req).d.rows, 3)
+                log = d.log_text()
+                self.assertIn('grpc-poller="%s"' % poller, log)
+                self.assertIn("loop-spin-us=%s" % spin, log)
 
     def test_file_env_flag_precedence(self):
         pb, _, _, _ = H.stubs()
