@@ -35,8 +35,8 @@ uint64_t gemmd_gpu_gemm_sched_bytes(uint32_t n_groups);
 
 /* The host's part of a batch for `kernel`, written into the host copy of the batch buffer
  * (table final, b_data holding device addresses) that will be uploaded to `dev_batch`:
- * for WGMMA, the tile width (header.tile_n, gemmd_gpu_gemm_choose_tile_n), the tensor maps and tile prefix sums in the scheduling area and
- * header.total_tiles. GEMMD_EINVAL for a table the kernel cannot take (zero sizes, lda/ldb
+ * for WGMMA, the tile width (header.tile_n, gemmd_gpu_gemm_choose_tile_n), the tensor
+ * maps and tile prefix sums in the scheduling area, and header.total_tiles. GEMMD_EINVAL for a table the kernel cannot take (zero sizes, lda/ldb
  * below k or not a multiple of 16, unaligned B), GEMMD_EDEVICE without the driver's
  * tensor-map encoder. Nothing to do (GEMMD_OK) for the other kernels. */
 int gemmd_gpu_gemm_prepare(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch);
