@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "daemon/metrics.h"
 #include "daemon/request.h"
 #include "kernels/group_table.h"
 
@@ -31,12 +32,8 @@ struct gemmd_batch_s {
   /* The engine's outcome. status is a gRPC code for every request of the batch. */
   int status;
   char message[256];
-  uint64_t formed_ns, done_ns, compute_ns;
-  /* Hand-offs (CLOCK_MONOTONIC; 0 where an engine does not have them): submitted by the
-   * loop, picked up by the engine's thread, host staging done (the device work starts
-   * being enqueued: compute_ns is timed from here on the GPU), seen complete by the
-   * engine; done_ns: the loop has it; answered_ns: every request answered. */
-  uint64_t submit_ns, engine_start_ns, launch_ns, seen_done_ns, answered_ns;
+  uint64_t formed_ns, compute_ns;
+  gemmd_batch_marks_t marks; /* its hand-offs, for gemmd_batch_stage_seconds_total */
   uint32_t graph_replays, graph_captures;
   int device_failed; /* the engine's device is gone: gemmd must stop (exit non-zero) */
   void *engine_data;

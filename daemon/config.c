@@ -38,7 +38,7 @@ static const opt_t options[] = {
         "HTTP address for /metrics, /healthz, /readyz, /stats (port 0 picks a free one)"),
     INT(loop_spin_us, "loop-spin-us", "200", 0, 100000,
         "the event loop keeps polling this many us after work handed to it before it sleeps: "
-        "a busy core while requests come, for a tiny gRPC GEMM's p50 ~35% lower "
+        "a busy core while requests come, for a tiny gRPC GEMM's p50 15-35% lower "
         "(docs/bench/grpc_cpu.md); 0: sleep at once"),
     INT(grpc_threads, "grpc-threads", "2", 1, 64,
         "completion-queue threads that decode and validate requests"),

@@ -7,10 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "daemon/engine.h"
+#include "daemon/clock.h"
 #include "daemon/log.h"
 #include "kernels/cpu_gemm.h"
 #include "kernels/errors.h"
@@ -35,15 +35,9 @@ typedef struct {
   uint64_t arena_bytes; /* held by batches not yet released */
 } cpu_engine_t;
 
-static uint64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void run_batch(cpu_engine_t *e, gemmd_batch_t *b) {
-  const uint64_t t0 = mono_ns();
-  b->engine_start_ns = b->launch_ns = t0; /* staging is part of the compute here */
+  const uint64_t t0 = gemmd_now_ns();
+  b->marks.engine_start = b->marks.launch = t0; /* staging is part of the compute here */
   cpu_arenas_t *ar = calloc(1, sizeof *ar);
   if (ar != NULL) {
     ar->a = malloc(b->a_bytes + 1);
@@ -56,7 +50,7 @@ static void run_batch(cpu_engine_t *e, gemmd_batch_t *b) {
     b->status = 8; /* RESOURCE_EXHAUSTED */
     snprintf(b->message, sizeof b->message, "out of host memory for a batch of %llu bytes",
              (unsigned long long)(b->a_bytes + b->d_bytes));
-    b->compute_ns = mono_ns() - t0;
+    b->compute_ns = gemmd_now_ns() - t0;
     return;
   }
   pthread_mutex_lock(&e->mu);
@@ -94,8 +88,8 @@ static void run_batch(cpu_engine_t *e, gemmd_batch_t *b) {
       }
     }
   }
-  b->seen_done_ns = mono_ns();
-  b->compute_ns = b->seen_done_ns - t0;
+  b->marks.seen_done = gemmd_now_ns();
+  b->compute_ns = b->marks.seen_done - t0;
 }
 
 static void *worker_main(void *arg) {

@@ -23,8 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "daemon/clock.h"
 #include "daemon/engine.h"
 #include "daemon/engine_cuda_fault.h"
 #include "daemon/log.h"
@@ -78,13 +78,13 @@ typedef struct {
   slot_t slots[N_SLOTS];
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  gemmd_batch_t *submitted[N_SLOTS]; /* FIFO to the staging thread */
-  unsigned n_submitted;
-  launched_t launched[N_SLOTS]; /* FIFO to the completion thread */
-  unsigned n_launched;
-  /* Copies of n_submitted / n_launched that the threads poll without the mutex while
-   * they spin (--engine-spin-us); written under the mutex. */
-  atomic_uint submitted_hint, launched_hint;
+  /* FIFOs to the staging and completion threads. The counts change under the mutex; they
+   * are atomic so that a thread spinning for work (--engine-spin-us) may poll them
+   * without it. */
+  gemmd_batch_t *submitted[N_SLOTS];
+  atomic_uint n_submitted;
+  launched_t launched[N_SLOTS];
+  atomic_uint n_launched;
   uint64_t spin_ns;
   uint64_t lt_clock;
   int stop;
@@ -96,12 +96,6 @@ typedef struct {
 } cuda_engine_t;
 
 static uint64_t align256(uint64_t x) { return (x + 255u) & ~(uint64_t)255u; }
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -115,19 +109,19 @@ static void cpu_relax(void) {
 static void spin_for_work(cuda_engine_t *e, const atomic_uint *count) {
   if (e->spin_ns == 0 || e->stop) return;
   pthread_mutex_unlock(&e->mu);
-  const uint64_t end = now_ns() + e->spin_ns;
-  while (atomic_load_explicit(count, memory_order_acquire) == 0 && now_ns() < end) cpu_relax();
+  const uint64_t end = gemmd_now_ns() + e->spin_ns;
+  while (atomic_load_explicit(count, memory_order_acquire) == 0 && gemmd_now_ns() < end) cpu_relax();
   pthread_mutex_lock(&e->mu);
 }
 
 /* Waits for the slot's stop event: polls it for up to e->spin_ns, then blocks. */
 static cudaError_t wait_stop_event(cuda_engine_t *e, slot_t *s) {
   if (e->spin_ns > 0) {
-    const uint64_t end = now_ns() + e->spin_ns;
+    const uint64_t end = gemmd_now_ns() + e->spin_ns;
     for (;;) {
       const cudaError_t q = cudaEventQuery(s->stop);
       if (q != cudaErrorNotReady) return q;
-      if (now_ns() >= end) break;
+      if (gemmd_now_ns() >= end) break;
       cpu_relax();
     }
   }
@@ -530,16 +524,15 @@ static void *stager_main(void *arg) {
   cudaSetDevice(e->device);
   for (;;) {
     pthread_mutex_lock(&e->mu);
-    if (e->n_submitted == 0) spin_for_work(e, &e->submitted_hint);
+    if (e->n_submitted == 0) spin_for_work(e, &e->n_submitted);
     while (e->n_submitted == 0 && !e->stop) pthread_cond_wait(&e->cv, &e->mu);
     if (e->n_submitted == 0) {
       pthread_mutex_unlock(&e->mu);
       return NULL;
     }
     gemmd_batch_t *b = e->submitted[0];
-    b->engine_start_ns = now_ns();
+    b->marks.engine_start = gemmd_now_ns();
     memmove(&e->submitted[0], &e->submitted[1], --e->n_submitted * sizeof b);
-    atomic_store(&e->submitted_hint, e->n_submitted);
     slot_t *s = NULL;
     while (s == NULL) {
       for (int i = 0; i < N_SLOTS; i++) {
@@ -577,7 +570,7 @@ static void *stager_main(void *arg) {
           err = cudaErrorUnknown;
         } else {
           const char *step = "";
-          b->launch_ns = now_ns();
+          b->marks.launch = gemmd_now_ns();
           err = launch(e, s, &L, b, &step);
           if (err) {
             char what[64];
@@ -597,7 +590,6 @@ static void *stager_main(void *arg) {
       b->engine_data = NULL;
     }
     e->launched[e->n_launched++] = (launched_t){b, err ? NULL : s};
-    atomic_store(&e->launched_hint, e->n_launched);
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
   }
@@ -608,7 +600,7 @@ static void *completer_main(void *arg) {
   cudaSetDevice(e->device);
   for (;;) {
     pthread_mutex_lock(&e->mu);
-    if (e->n_launched == 0) spin_for_work(e, &e->launched_hint);
+    if (e->n_launched == 0) spin_for_work(e, &e->n_launched);
     while (e->n_launched == 0 && !(e->stop && e->n_submitted == 0)) pthread_cond_wait(&e->cv, &e->mu);
     if (e->n_launched == 0) {
       pthread_mutex_unlock(&e->mu);
@@ -616,13 +608,12 @@ static void *completer_main(void *arg) {
     }
     const launched_t l = e->launched[0];
     memmove(&e->launched[0], &e->launched[1], --e->n_launched * sizeof l);
-    atomic_store(&e->launched_hint, e->n_launched);
     pthread_mutex_unlock(&e->mu);
     gemmd_batch_t *b = l.b;
     slot_t *s = l.s;
     if (s != NULL) {
       cudaError_t err = wait_stop_event(e, s);
-      b->seen_done_ns = now_ns();
+      b->marks.seen_done = gemmd_now_ns();
       float ms = 0;
       if (!err) err = cudaEventElapsedTime(&ms, s->start, s->stop);
       if (err) {
@@ -651,7 +642,6 @@ static int cuda_submit(gemmd_engine_t *base, gemmd_batch_t *b) {
     return GEMMD_EAGAIN;
   }
   e->submitted[e->n_submitted++] = b;
-  atomic_store(&e->submitted_hint, e->n_submitted);
   pthread_cond_broadcast(&e->cv);
   pthread_mutex_unlock(&e->mu);
   return GEMMD_OK;

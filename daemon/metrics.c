@@ -88,8 +88,8 @@ static const char *const stage_names[GEMMD_N_BATCH_STAGES] = {
 /* b - a in seconds, 0 when a clock went backwards or a mark is missing. */
 static double span(uint64_t a, uint64_t b) { return a != 0 && b > a ? (double)(b - a) * 1e-9 : 0.0; }
 
-void gemmd_metrics_batch_stages(gemmd_metrics_t *m, const gemmd_batch_marks_t *k) {
-  const double device = (double)k->device_ns * 1e-9;
+void gemmd_metrics_batch_stages(gemmd_metrics_t *m, const gemmd_batch_marks_t *k, uint64_t device_ns) {
+  const double device = (double)device_ns * 1e-9;
   double after_launch = span(k->launch, k->seen_done) - device;
   if (after_launch < 0) after_launch = 0;
   m->stage_seconds[GEMMD_STAGE_TO_ENGINE] += span(k->submit, k->engine_start);

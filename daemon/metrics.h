@@ -69,13 +69,16 @@ void gemmd_metrics_init(gemmd_metrics_t *m, const char *version, const char *bac
 void gemmd_metrics_request(gemmd_metrics_t *m, gemmd_transport_t t, int code, uint64_t total_ns,
                            int dispatched, uint64_t queue_ns);
 
-/* A finished batch's hand-offs (CLOCK_MONOTONIC ns; daemon/batch.h says which is which)
- * and its device time, added to gemmd_batch_stage_seconds_total. */
+/* A batch's hand-offs, CLOCK_MONOTONIC ns (0 where an engine does not have them):
+ * submitted by the loop, picked up by the engine's thread, host staging done (the device
+ * work starts being enqueued; the device time is timed from there on the GPU), seen
+ * complete by the engine, back on the loop, every request answered. */
 typedef struct {
   uint64_t submit, engine_start, launch, seen_done, done, answered;
-  uint64_t device_ns;
 } gemmd_batch_marks_t;
-void gemmd_metrics_batch_stages(gemmd_metrics_t *m, const gemmd_batch_marks_t *k);
+
+/* Adds a finished batch's hand-offs and device time to gemmd_batch_stage_seconds_total. */
+void gemmd_metrics_batch_stages(gemmd_metrics_t *m, const gemmd_batch_marks_t *k, uint64_t device_ns);
 
 /* Records one finished batch. */
 void gemmd_metrics_batch(gemmd_metrics_t *m, uint32_t requests, uint64_t device_ns, double flops,

@@ -30,12 +30,6 @@ enum {
 
 #define TICK_MS 100
 
-uint64_t gemmd_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void maybe_dispatch(gemmd_server_t *srv);
 static void maybe_stop(gemmd_server_t *srv);
 static void notify_watchers(gemmd_server_t *srv);
@@ -277,7 +271,7 @@ static void maybe_dispatch(gemmd_server_t *srv) {
     }
     for (uint32_t i = 0; i < b->n_requests; i++) b->requests[i]->dispatched_ns = now;
     gemmd_batch_plan(b, srv->engine->row_align);
-    b->submit_ns = gemmd_now_ns();
+    b->marks.submit = gemmd_now_ns();
     const int rc = srv->engine->ops->submit(srv->engine, b);
     if (rc != GEMMD_OK) {
       for (uint32_t i = 0; i < b->n_requests; i++) {
@@ -291,10 +285,19 @@ static void maybe_dispatch(gemmd_server_t *srv) {
   }
 }
 
+/* What a request's answer says about its batch. */
+static void take_batch_outcome(gemmd_request_t *r, const gemmd_batch_t *b) {
+  r->batch_id = b->id;
+  r->batch_requests = b->n_requests;
+  r->batch_groups = b->n_groups;
+  r->compute_ns = b->compute_ns;
+  r->status = b->status;
+}
+
 static void on_batch_done(gemmd_server_t *srv, void *arg) {
   gemmd_batch_t *b = arg;
   srv->engine_busy--;
-  b->done_ns = gemmd_now_ns();
+  b->marks.done = gemmd_now_ns();
   gemmd_metrics_batch(&srv->metrics, b->n_requests, b->compute_ns,
                       b->status == CODE_OK ? b->flops : 0.0, b->input_bytes,
                       b->status == CODE_OK ? b->output_bytes : 0);
@@ -307,23 +310,15 @@ static void on_batch_done(gemmd_server_t *srv, void *arg) {
   if (b->device_failed && srv->exit_code == 0) device_failed(srv, b->message);
   for (uint32_t i = 0; i < b->n_requests; i++) {
     gemmd_request_t *r = b->requests[i];
-    r->batch_id = b->id;
-    r->batch_requests = b->n_requests;
-    r->batch_groups = b->n_groups;
-    r->compute_ns = b->compute_ns;
-    r->status = b->status;
+    take_batch_outcome(r, b);
     if (b->status != CODE_OK) {
       snprintf(r->message, sizeof r->message, "%s", b->message);
       r->d = NULL;
     }
     finish(srv, r, 1);
   }
-  b->answered_ns = gemmd_now_ns();
-  if (b->seen_done_ns != 0) {
-    const gemmd_batch_marks_t marks = {b->submit_ns, b->engine_start_ns, b->launch_ns, b->seen_done_ns,
-                                       b->done_ns,   b->answered_ns,     b->compute_ns};
-    gemmd_metrics_batch_stages(&srv->metrics, &marks);
-  }
+  b->marks.answered = gemmd_now_ns();
+  if (b->marks.seen_done != 0) gemmd_metrics_batch_stages(&srv->metrics, &b->marks, b->compute_ns);
   srv->engine->ops->batch_release(srv->engine, b);
   gemmd_batch_free(b);
   maybe_dispatch(srv);
@@ -356,11 +351,7 @@ static void engine_done(void *ctx, gemmd_batch_t *b) {
     for (uint32_t i = 0; i < b->n_requests; i++) {
       gemmd_request_t *r = b->requests[i];
       if (r->answer_early == NULL) continue;
-      r->status = CODE_OK;
-      r->batch_id = b->id;
-      r->batch_requests = b->n_requests;
-      r->batch_groups = b->n_groups;
-      r->compute_ns = b->compute_ns;
+      take_batch_outcome(r, b);
       r->answer_early(r);
       r->answered_early = 1;
     }
@@ -619,15 +610,20 @@ static void shm_stopped(gemmd_server_t *srv) {
   }
 }
 
-static void rpc_stopped(gemmd_server_t *srv, void *arg) {
-  (void)arg;
-  srv->rpc = NULL;
+/* The server's own loop handles; once they are closed uv_run returns. */
+static void close_server_handles(gemmd_server_t *srv) {
   close_handle((uv_handle_t *)&srv->tick);
   close_handle((uv_handle_t *)&srv->batch_delay);
   close_handle((uv_handle_t *)&srv->sigterm);
   close_handle((uv_handle_t *)&srv->sigint);
   close_handle((uv_handle_t *)&srv->wakeup);
   close_handle((uv_handle_t *)&srv->spin);
+}
+
+static void rpc_stopped(gemmd_server_t *srv, void *arg) {
+  (void)arg;
+  srv->rpc = NULL;
+  close_server_handles(srv);
 }
 
 static void on_signal(uv_signal_t *h, int signum) {
@@ -865,12 +861,7 @@ int gemmd_server_run(const gemmd_config_t *cfg) {
 fail:
   if (srv->http != NULL) gemmd_http_stop(srv->http);
   srv->http = NULL;
-  close_handle((uv_handle_t *)&srv->tick);
-  close_handle((uv_handle_t *)&srv->batch_delay);
-  close_handle((uv_handle_t *)&srv->sigterm);
-  close_handle((uv_handle_t *)&srv->sigint);
-  close_handle((uv_handle_t *)&srv->wakeup);
-  close_handle((uv_handle_t *)&srv->spin);
+  close_server_handles(srv);
   uv_run(&srv->loop, UV_RUN_DEFAULT);
 done:
   run_inbox(srv);

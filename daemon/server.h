@@ -16,6 +16,7 @@
 #include <uv.h>
 
 #include "daemon/batcher.h"
+#include "daemon/clock.h"
 #include "daemon/config.h"
 #include "daemon/engine.h"
 #include "daemon/hashmap.h"
@@ -87,7 +88,6 @@ struct gemmd_server_s {
   int exit_code;
 };
 
-uint64_t gemmd_now_ns(void); /* CLOCK_MONOTONIC */
 
 /* Any thread: run fn(srv, arg) on the loop thread soon. Never blocks on the loop. */
 void gemmd_server_post(gemmd_server_t *srv, void (*fn)(gemmd_server_t *srv, void *arg),

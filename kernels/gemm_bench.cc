@@ -211,10 +211,9 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
   // check, then time. `chosen` gets the tile width the batch ran with.
   auto run_ours = [&](uint32_t tile_n, bool check, uint32_t *chosen) {
     Timing t;
-    TEST_CHECK(gemmd_gpu_gemm_force_tile_n(tile_n) == GEMMD_OK, "tile_n %u", tile_n);
-    TEST_CHECK(gemmd_gpu_gemm_prepare(B.kernel, host.data(), reinterpret_cast<uint64_t>(batch)) == GEMMD_OK,
-               "prepare");
-    gemmd_gpu_gemm_force_tile_n(0);
+    TEST_CHECK(gemmd_gpu_gemm_prepare_tile_n(B.kernel, host.data(), reinterpret_cast<uint64_t>(batch), tile_n) ==
+                   GEMMD_OK,
+               "prepare, tile_n %u", tile_n);
     *chosen = reinterpret_cast<const gemmd_batch_header_t *>(host.data())->tile_n;
     CUDA_OK(cudaMemcpy(batch, host.data(), total, cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemset(batch + h.d_arena, 0xFF, d_bytes));
@@ -345,14 +344,13 @@ int main(int argc, char **argv) {
       for (const char *p = argv[i + 1]; *p != '\0';) {
         char *end = nullptr;
         const unsigned long tn = std::strtoul(p, &end, 10);
-        if (end == p || gemmd_gpu_gemm_force_tile_n((uint32_t)tn) != GEMMD_OK || tn == 0) {
+        if (end == p || (tn != 16 && tn != 32 && tn != 64 && tn != 128)) {
           std::fprintf(stderr, "gemm_bench: --tile-n takes a list of 16, 32, 64, 128, not '%s'\n", argv[i + 1]);
           return 2;
         }
         B.sweep.push_back((uint32_t)tn);
         p = *end == ',' ? end + 1 : end;
       }
-      gemmd_gpu_gemm_force_tile_n(0);
     }
     if (!std::strcmp(argv[i], "--kernel")) {
       if (!std::strcmp(argv[i + 1], "simple")) {

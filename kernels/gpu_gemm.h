@@ -46,9 +46,10 @@ int gemmd_gpu_gemm_prepare(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t
  * times a per-K-block cost measured on the H200 (docs/bench/kernels.md). Host only. */
 uint32_t gemmd_gpu_gemm_choose_tile_n(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms);
 
-/* Benchmarks and tests: make gemmd_gpu_gemm_prepare use tiles of `tile_n` columns (16,
- * 32, 64 or 128) instead of its own choice; 0 restores the choice. GEMMD_EINVAL otherwise. */
-int gemmd_gpu_gemm_force_tile_n(uint32_t tile_n);
+/* gemmd_gpu_gemm_prepare with tiles of `tile_n` columns (16, 32, 64 or 128) instead of
+ * its own choice (0: its choice; GEMMD_EINVAL for other widths). Benchmarks and tests. */
+int gemmd_gpu_gemm_prepare_tile_n(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch,
+                                  uint32_t tile_n);
 
 /* Runs the GEMM of the batch at `batch` (device memory; header, table, arenas). */
 int gemmd_gpu_gemm(gemmd_gpu_kernel_t kernel, const void *batch, cudaStream_t stream);

@@ -189,10 +189,9 @@ int run_batch(test_rng_t *rng, std::vector<Group> &gs, const char *what, bool ex
     const gemmd_gpu_kernel_t kernel = var.kernel;
     const char *kname = var.name;
     if (kernel == GEMMD_GPU_KERNEL_WGMMA) {
-      TEST_CHECK(gemmd_gpu_gemm_force_tile_n(var.tile_n) == GEMMD_OK, "tile_n %u", var.tile_n);
-      TEST_CHECK(gemmd_gpu_gemm_prepare(kernel, host.data(), reinterpret_cast<uint64_t>(dev)) == GEMMD_OK,
+      TEST_CHECK(gemmd_gpu_gemm_prepare_tile_n(kernel, host.data(), reinterpret_cast<uint64_t>(dev), var.tile_n) ==
+                     GEMMD_OK,
                  "prepare %s", kname);
-      gemmd_gpu_gemm_force_tile_n(0);
       CUDA_OK(cudaMemcpy(dev, host.data(), h.a_arena, cudaMemcpyHostToDevice));
     }
     CUDA_OK(cudaMemset(dev + h.d_arena, 0xFF, d_bytes));  // poison: NaN in every output dtype

@@ -499,7 +499,6 @@ bool encode(void *out, uint64_t addr, uint32_t cols, uint32_t ld, uint32_t rows,
 }
 
 int g_grid = 0;                // one CTA per SM
-uint32_t g_forced_tile_n = 0;  // gemmd_gpu_gemm_force_tile_n
 
 int sm_count() {
   static int sms = 0;
@@ -555,15 +554,15 @@ extern "C" uint32_t gemmd_gpu_gemm_choose_tile_n(const gemmd_group_params_t *tab
   return choose_tile_n(table, n_groups, sms == 0 ? 1 : sms);
 }
 
-extern "C" int gemmd_gpu_gemm_force_tile_n(uint32_t tile_n) {
-  if (tile_n != 0 && tile_n != 16 && tile_n != 32 && tile_n != 64 && tile_n != 128) return GEMMD_EINVAL;
-  g_forced_tile_n = tile_n;
-  return GEMMD_OK;
+extern "C" int gemmd_gpu_gemm_prepare(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch) {
+  return gemmd_gpu_gemm_prepare_tile_n(kernel, host_batch, dev_batch, 0);
 }
 
-extern "C" int gemmd_gpu_gemm_prepare(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch) {
+extern "C" int gemmd_gpu_gemm_prepare_tile_n(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch,
+                                             uint32_t tile_n) {
   auto *hdr = static_cast<gemmd_batch_header_t *>(host_batch);
   if (host_batch == nullptr || dev_batch == 0) return GEMMD_EINVAL;
+  if (tile_n != 0 && tile_n != 16 && tile_n != 32 && tile_n != 64 && tile_n != 128) return GEMMD_EINVAL;
   if (kernel != GEMMD_GPU_KERNEL_WGMMA) return GEMMD_OK;  // the others need nothing
   if (hdr->sched_arena == 0 || hdr->sched_arena % GEMMD_GPU_TMAP_BYTES != 0) return GEMMD_EINVAL;
   std::call_once(g_encode_once, load_encode);
@@ -572,8 +571,7 @@ extern "C" int gemmd_gpu_gemm_prepare(gemmd_gpu_kernel_t kernel, void *host_batc
   const auto *table = reinterpret_cast<const gemmd_group_params_t *>(bytes + sizeof *hdr);
   uint8_t *tmaps = bytes + hdr->sched_arena;
   auto *starts = reinterpret_cast<uint32_t *>(tmaps + (size_t)hdr->n_groups * 2 * GEMMD_GPU_TMAP_BYTES);
-  const uint32_t tile_n =
-      g_forced_tile_n != 0 ? g_forced_tile_n : choose_tile_n(table, hdr->n_groups, (uint32_t)sm_count());
+  if (tile_n == 0) tile_n = choose_tile_n(table, hdr->n_groups, (uint32_t)sm_count());
   uint64_t tiles = 0;
   for (uint32_t g = 0; g < hdr->n_groups; g++) {
     const gemmd_group_params_t &p = table[g];
