@@ -6,16 +6,20 @@
 //
 // Per output tile of 128 × tile_n (group g, rows m0.., columns n0..; tile_n is the
 // batch's, 16..128):
-//   producer (warpgroup 0, one thread): for each 128-wide K block, wait for the stage to be
+//   producer warpgroup, thread 0: for each 128-wide K block, wait for the stage to be
 //     empty, arm its "full" barrier with the bytes to come, and issue two TMA loads: A rows
 //     m0.. (128, or fewer for a small group: a_box_rows) and B rows n0..n0+tile_n-1, 128
 //     bytes of K each, 128-byte swizzled. TMA fills rows past m or n and bytes past k with
 //     zeros.
-//   consumers (warpgroups 1 and 2, rows +0 and +64): load the block's scales, wait "full",
-//     four WGMMAs (K = 32 each) into a block accumulator, wait for them, release the stage
-//     ("empty"), then promote: total += block · sa(row, kb) · sb(n-block, kb) (128×128 B
-//     scales; 1 otherwise).
-//   epilogue: B's per-row or per-tensor scale, rounding to BF16/FP16/FP32, bounds-checked
+//   producer warpgroup, warp 1: the same stages' scales (A's for the tile's 128 rows, B's
+//     128×128 block) by cp.async into the stage's StageScales; its 32 lanes are the other
+//     arrivals the "full" barrier waits for.
+//   consumers (warpgroups 1 and 2, rows +0 and +64), two K blocks deep: wait "full", issue
+//     the block's four WGMMAs (K = 32 each) into one of two block accumulators and read its
+//     scales from shared memory; then wait for the previous block's WGMMAs, release that
+//     stage ("empty", one arrive per warp) and promote it: total += block · sa(row, kb) ·
+//     sb(n-block, kb) (128×128 B scales; 1 otherwise).
+//   epilogue: B's per-row or per-tensor scale, rounding to BF16/FP16, bounds-checked
 //     stores straight from registers.
 //
 // The host side (gemmd_gpu_gemm_prepare) picks tile_n and writes, into the batch before its
@@ -36,6 +40,16 @@
 #include "kernels/gpu_gemm_kernels.h"
 #include "kernels/sm90_wgmma_ops.cuh"
 
+// Timing probes (kernels:gemm_bench_probe{1,2,3}, docs/bench/kernels.md), to place the time
+// of one K block without hardware counters. Their results are wrong by design:
+//   1: B is loaded only in a tile's first K block (half the bytes from L2 at width 128);
+//   2: no WGMMAs (the ring's load rate alone);
+//   3: nothing is loaded after the ring's first pass (the consumers' rate alone);
+//   4: as 3, and no promotion (the WGMMAs' rate alone; one register is promoted).
+#ifndef GEMMD_WGMMA_PROBE
+#define GEMMD_WGMMA_PROBE 0
+#endif
+
 namespace {
 
 // Tile shapes: BM rows (two consumer warpgroups × 64) by tile_n columns, where tile_n is
@@ -50,10 +64,23 @@ constexpr uint32_t kStageA = BM * BK;
 constexpr uint32_t kRingBytes = 227 * 1024 - 2048;  // dynamic shared memory for the ring
 constexpr uint32_t kMaxStages = 16;
 
+// A stage's scales, copied in by the producer warpgroup's second warp (cp.async): A's for
+// the tile's 128 rows at the stage's K block, and B's 128×128 block scale.
+struct StageScales {
+  float a[BM];
+  float b;
+  float pad[3];
+};
+
 template <uint32_t BN>
 struct Ring {
   static constexpr uint32_t kStageBytes = kStageA + BN * BK;
-  static constexpr uint32_t kStages = kRingBytes / kStageBytes < kMaxStages ? kRingBytes / kStageBytes : kMaxStages;
+  static constexpr uint32_t kPerStage = kStageBytes + sizeof(StageScales);
+  static constexpr uint32_t kStages = kRingBytes / kPerStage < kMaxStages ? kRingBytes / kPerStage : kMaxStages;
+  // The stages' tiles (1024-byte aligned), then their scales.
+  __device__ static StageScales &scales(uint8_t *ring, uint32_t stage) {
+    return reinterpret_cast<StageScales *>(ring + kStages * kStageBytes)[stage];
+  }
   static_assert(kStageBytes % 1024 == 0, "128B-swizzled tiles are 1024-byte aligned");
   static_assert(128 % BN == 0, "a tile's columns share one row of 128x128 B scales");
 };
@@ -72,6 +99,12 @@ __device__ __forceinline__ uint32_t smem_addr(const void *p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
+__device__ __forceinline__ float ld_shared_f32(const float *p) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(smem_addr(p)));
+  return v;
+}
+
 // ---- mbarriers -----------------------------------------------------------------------------
 
 __device__ __forceinline__ void mbar_init(uint64_t *bar, uint32_t count) {
@@ -84,6 +117,13 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t *bar, uint32_t by
 
 __device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+
+// A consumer warp is done with a stage (its WGMMAs reading it have completed): one arrive
+// per warp, not per thread, so releasing a stage costs 8 arrives instead of 256.
+__device__ __forceinline__ void release_stage(uint64_t *bar) {
+  __syncwarp();
+  if (threadIdx.x % 32 == 0) mbar_arrive(bar);
 }
 
 __device__ __forceinline__ uint64_t global_ns() {
@@ -149,6 +189,16 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const void *tmap, uint64_
       : "memory");
 }
 
+// 4 bytes from global to shared memory, asynchronously (cp.async).
+__device__ __forceinline__ void cp_async_4(void *dst, const void *src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(smem_addr(dst)), "l"(src) : "memory");
+}
+
+// One of `bar`'s expected arrivals, made when this thread's cp.asyncs so far have landed.
+__device__ __forceinline__ void cp_async_arrive(uint64_t *bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+
 // ---- WGMMA ---------------------------------------------------------------------------------
 
 // Shared-memory matrix descriptor: K-major rows of 128 bytes, 128-byte swizzle, 8-row
@@ -170,6 +220,7 @@ __device__ __forceinline__ void wgmma_wait() {
 // bytes inside the swizzle atom); d is written when that group has completed.
 template <uint32_t BN, bool kAE5M2, bool kBE5M2>
 __device__ __forceinline__ void issue_block(float (&d)[BN / 2], const uint8_t *a, const uint8_t *b) {
+  if constexpr (GEMMD_WGMMA_PROBE == 2) return;
   __syncwarp();  // .aligned: the warp arrives together after its barrier wait
   wgmma_fence();
 #pragma unroll
@@ -222,7 +273,7 @@ struct BatchView {
 template <uint32_t BN>
 __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barriers &bars) {
   using R = Ring<BN>;
-  uint32_t stage = 0, phase = 0, last_group = 0xFFFFFFFFu;
+  uint32_t stage = 0, phase = 0, last_group = 0xFFFFFFFFu, loads = 0;
   for (uint32_t t = blockIdx.x; t < v.total_tiles; t += gridDim.x) {
     const TileRef tr = locate<BN>(v.table, v.starts, v.n_groups, t);
     const uint8_t *tm_a = v.tmaps + (size_t)tr.group * 2 * GEMMD_GPU_TMAP_BYTES;
@@ -237,9 +288,58 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
     for (uint32_t kb = 0; kb < kblocks; kb++) {
       mbar_wait(&bars.empty[stage], phase ^ 1);
       uint8_t *dst = ring + stage * R::kStageBytes;
-      mbar_arrive_expect_tx(&bars.full[stage], bytes);
-      tma_load_2d(dst, tm_a, &bars.full[stage], kb * BK, tr.m0);
-      tma_load_2d(dst + kStageA, tm_b, &bars.full[stage], kb * BK, tr.n0);
+      if ((GEMMD_WGMMA_PROBE == 3 || GEMMD_WGMMA_PROBE == 4) && loads >= R::kStages) {
+        mbar_arrive(&bars.full[stage]);
+      } else if (GEMMD_WGMMA_PROBE == 1 && kb > 0) {
+        mbar_arrive_expect_tx(&bars.full[stage], a_box_rows(g.m) * BK);
+        tma_load_2d(dst, tm_a, &bars.full[stage], kb * BK, tr.m0);
+      } else {
+        mbar_arrive_expect_tx(&bars.full[stage], bytes);
+        tma_load_2d(dst, tm_a, &bars.full[stage], kb * BK, tr.m0);
+        tma_load_2d(dst + kStageA, tm_b, &bars.full[stage], kb * BK, tr.n0);
+      }
+      loads++;
+      if (++stage == R::kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+  }
+}
+
+// The producer warpgroup's second warp: for every stage the TMA thread fills, the A scales
+// of the tile's 128 rows (rows past m clamped to m - 1: their results are never stored) and
+// B's 128×128 block scale, by cp.async; each lane's arrival on the stage's "full" barrier
+// comes when its copies have landed. Consumers read them from shared memory, so no global
+// load latency or scale register sits in their K loop.
+template <uint32_t BN>
+__device__ __forceinline__ void load_scales(const BatchView &v, uint8_t *ring, Barriers &bars) {
+  using R = Ring<BN>;
+  const uint32_t lane = threadIdx.x % 32;
+  uint32_t stage = 0, phase = 0, loads = 0;
+  for (uint32_t t = blockIdx.x; t < v.total_tiles; t += gridDim.x) {
+    const TileRef tr = locate<BN>(v.table, v.starts, v.n_groups, t);
+    const gemmd_group_params_t &g = v.table[tr.group];
+    const uint32_t kblocks = gemmd_ceil_div(g.k, BK);
+    const float *sa = v.sa_arena + g.sa_offset;
+    uint32_t row_off[BM / 32];
+#pragma unroll
+    for (uint32_t i = 0; i < BM / 32; i++) row_off[i] = min(tr.m0 + lane + 32 * i, g.m - 1) * kblocks;
+    const float *sb = g.b_layout == GEMMD_SCALE_BLOCK_128X128
+                          ? reinterpret_cast<const float *>(g.b_scales) + (size_t)(tr.n0 / 128) * kblocks
+                          : nullptr;
+    for (uint32_t kb = 0; kb < kblocks; kb++) {
+      mbar_wait(&bars.empty[stage], phase ^ 1);
+      if ((GEMMD_WGMMA_PROBE == 3 || GEMMD_WGMMA_PROBE == 4) && loads >= R::kStages) {
+        mbar_arrive(&bars.full[stage]);
+      } else {
+        StageScales &dst = R::scales(ring, stage);
+#pragma unroll
+        for (uint32_t i = 0; i < BM / 32; i++) cp_async_4(&dst.a[lane + 32 * i], sa + row_off[i] + kb);
+        if (lane == 0 && sb != nullptr) cp_async_4(&dst.b, sb + kb);
+        cp_async_arrive(&bars.full[stage]);
+      }
+      loads++;
       if (++stage == R::kStages) {
         stage = 0;
         phase ^= 1;
@@ -258,29 +358,37 @@ struct Pipe {
 
 template <uint32_t R>
 __device__ __forceinline__ void promote(float (&total)[R], const float (&blk)[R], float s0, float s1) {
+  if constexpr (GEMMD_WGMMA_PROBE != 4) {
 #pragma unroll
-  for (uint32_t j = 0; j < R / 4; j++) {
-    total[j * 4 + 0] += blk[j * 4 + 0] * s0;
-    total[j * 4 + 1] += blk[j * 4 + 1] * s0;
-    total[j * 4 + 2] += blk[j * 4 + 2] * s1;
-    total[j * 4 + 3] += blk[j * 4 + 3] * s1;
+    for (uint32_t j = 0; j < R / 4; j++) {
+      total[j * 4 + 0] += blk[j * 4 + 0] * s0;
+      total[j * 4 + 1] += blk[j * 4 + 1] * s0;
+      total[j * 4 + 2] += blk[j * 4 + 2] * s1;
+      total[j * 4 + 3] += blk[j * 4 + 3] * s1;
+    }
+  } else {
+    total[0] += blk[0] * s0;  // keeps the WGMMAs (ptxas drops those whose results are unused)
   }
 }
 
-// One K block, two deep: wait for its stage, issue its WGMMAs into `cur`, then wait for the
-// previous block's (in `prev`), release that block's stage and promote it, so the tensor
-// cores work on this block while the CUDA cores promote the last.
+// One K block, two deep: wait for its stage, issue its WGMMAs into `cur` and read its
+// scales (row `r` of the tile and r + 8; B's block scale if `b_block`), then wait for the
+// previous block's WGMMAs (in `prev`), release that block's stage and promote it, so the
+// tensor cores work on this block while the CUDA cores promote the last.
 template <uint32_t BN, bool kAE5M2, bool kBE5M2>
 __device__ __forceinline__ void pipelined_block(float (&total)[BN / 2], float (&cur)[BN / 2], float (&prev)[BN / 2],
-                                                Pipe &p, uint8_t *ring, Barriers &bars, uint32_t wg, float s0,
-                                                float s1) {
+                                                Pipe &p, uint8_t *ring, Barriers &bars, uint32_t wg, uint32_t r,
+                                                bool b_block) {
   using R = Ring<BN>;
   mbar_wait(&bars.full[p.stage], p.phase);
   const uint8_t *tile = ring + p.stage * R::kStageBytes;
   issue_block<BN, kAE5M2, kBE5M2>(cur, tile + wg * 64 * BK, tile + kStageA);
+  const StageScales &sc = R::scales(ring, p.stage);
+  const float sb = b_block ? ld_shared_f32(&sc.b) : 1.0f;
+  const float s0 = ld_shared_f32(&sc.a[r]) * sb, s1 = ld_shared_f32(&sc.a[r + 8]) * sb;
   if (p.has_prev) {
     wgmma_wait<1>();
-    mbar_arrive(&bars.empty[p.prev_stage]);
+    release_stage(&bars.empty[p.prev_stage]);
     promote(total, prev, p.prev_s0, p.prev_s1);
   }
   p.has_prev = true;
@@ -306,7 +414,7 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
     // None of this warpgroup's 64 rows are the group's: only keep the ring turning.
     for (uint32_t kb = 0; kb < kblocks; kb++) {
       mbar_wait(&bars.full[stage], phase);
-      mbar_arrive(&bars.empty[stage]);
+      release_stage(&bars.empty[stage]);
       if (++stage == R::kStages) {
         stage = 0;
         phase ^= 1;
@@ -315,85 +423,53 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
     return;
   }
   const uint32_t row0 = tr.m0 + wg * 64 + warp * 16 + lane / 4, row1 = row0 + 8;
-  const float *SA = v.sa_arena + g.sa_offset;
-  const float *SB = reinterpret_cast<const float *>(g.b_scales);
-  const float *SB_block = g.b_layout == GEMMD_SCALE_BLOCK_128X128 ? SB + (size_t)(tr.n0 / 128) * kblocks : nullptr;
-  const float *SA0 = row0 < g.m ? SA + (size_t)row0 * kblocks : nullptr;
-  const float *SA1 = row1 < g.m ? SA + (size_t)row1 * kblocks : nullptr;
-  // A block's combined scales, loaded a block ahead of their use so the latency hides.
-  auto scales = [&](uint32_t kb, float &s0, float &s1) {
-    const float sb = SB_block != nullptr ? __ldg(SB_block + kb) : 1.0f;
-    s0 = SA0 != nullptr ? __ldg(SA0 + kb) * sb : 0.0f;
-    s1 = SA1 != nullptr ? __ldg(SA1 + kb) * sb : 0.0f;
-  };
-  float total[kRegs], acc0[kRegs];
+  const uint32_t r = row0 - tr.m0;  // the tile's row, for the stage's scales
+  const bool b_block = g.b_layout == GEMMD_SCALE_BLOCK_128X128;
+  float total[kRegs], acc0[kRegs], acc1[kRegs];
 #pragma unroll
   for (uint32_t i = 0; i < kRegs; i++) total[i] = 0.0f;
-  if constexpr (BN == 128) {
-    // Three 64-register arrays do not fit beside everything else: one block at a time
-    // (the other consumer warpgroup keeps the tensor cores busy meanwhile; measured: a
-    // two-deep build that spills is no faster, docs/bench/kernels.md v6).
-    float s0, s1;
-    scales(0, s0, s1);
-    for (uint32_t kb = 0; kb < kblocks; kb++) {
-      mbar_wait(&bars.full[stage], phase);
-      const uint8_t *tile = ring + stage * R::kStageBytes;
-      issue_block<BN, kAE5M2, kBE5M2>(acc0, tile + wg * 64 * BK, tile + kStageA);
-      float next0 = 0.0f, next1 = 0.0f;  // the next block's scales, loaded while these WGMMAs run
-      if (kb + 1 < kblocks) scales(kb + 1, next0, next1);
-      wgmma_wait<0>();
-      mbar_arrive(&bars.empty[stage]);
-      promote(total, acc0, s0, s1);
-      s0 = next0;
-      s1 = next1;
-      if (++stage == R::kStages) {
-        stage = 0;
-        phase ^= 1;
-      }
-    }
-  } else {
-    float acc1[kRegs];
-    Pipe p = {stage, phase, 0, 0.0f, 0.0f, false};
-    for (uint32_t kb = 0; kb < kblocks; kb += 2) {
-      float s0, s1;
-      scales(kb, s0, s1);
-      pipelined_block<BN, kAE5M2, kBE5M2>(total, acc0, acc1, p, ring, bars, wg, s0, s1);
-      if (kb + 1 < kblocks) {
-        scales(kb + 1, s0, s1);
-        pipelined_block<BN, kAE5M2, kBE5M2>(total, acc1, acc0, p, ring, bars, wg, s0, s1);
-      }
-    }
-    wgmma_wait<0>();
-    mbar_arrive(&bars.empty[p.prev_stage]);
-    if (kblocks % 2 == 1) {
-      promote(total, acc0, p.prev_s0, p.prev_s1);
-    } else {
-      promote(total, acc1, p.prev_s0, p.prev_s1);
-    }
-    stage = p.stage;
-    phase = p.phase;
+  // Two deep: block kb's WGMMAs run while block kb-1 is promoted (three accumulator arrays
+  // of BN/2 registers: at BN = 128 the loop has little room beside them, so the group's
+  // fields are re-read from the table after it).
+  Pipe p = {stage, phase, 0, 0.0f, 0.0f, false};
+  for (uint32_t kb = 0; kb < kblocks; kb += 2) {
+    pipelined_block<BN, kAE5M2, kBE5M2>(total, acc0, acc1, p, ring, bars, wg, r, b_block);
+    if (kb + 1 < kblocks) pipelined_block<BN, kAE5M2, kBE5M2>(total, acc1, acc0, p, ring, bars, wg, r, b_block);
   }
+  wgmma_wait<0>();
+  release_stage(&bars.empty[p.prev_stage]);
+  if (kblocks % 2 == 1) {
+    promote(total, acc0, p.prev_s0, p.prev_s1);
+  } else {
+    promote(total, acc1, p.prev_s0, p.prev_s1);
+  }
+  stage = p.stage;
+  phase = p.phase;
   // Epilogue: accumulator element j*4 + {0,1} is (row0, col), {2,3} is (row1, col), with
-  // col = n0 + 8j + 2·(lane % 4) + {0, 1}: each pair of columns goes out in one store.
+  // col = n0 + 8j + 2·(lane % 4) + {0, 1}: each pair of columns goes out in one store. The
+  // group's fields are copied out of the table first: D may alias it as far as the compiler
+  // knows, so every store would otherwise re-read them.
+  const uint32_t m = g.m, n = g.n;
+  const uint8_t out_dtype = g.out_dtype, b_layout = g.b_layout;
   uint8_t *D = v.d_arena + g.d_offset;
+  const float *SB = reinterpret_cast<const float *>(g.b_scales);
+  const float sb_tensor = b_layout == GEMMD_SCALE_TENSOR ? SB[0] : 1.0f;
 #pragma unroll
   for (uint32_t j = 0; j < kRegs / 4; j++) {
     const uint32_t col = tr.n0 + 8 * j + 2 * (lane % 4);
-    if (col >= g.n) continue;
-    float c0 = 1.0f, c1 = 1.0f;
-    if (g.b_layout == GEMMD_SCALE_ROW) {
+    if (col >= n) continue;
+    float c0 = sb_tensor, c1 = sb_tensor;
+    if (b_layout == GEMMD_SCALE_ROW) {
       c0 = SB[col];
-      c1 = col + 1 < g.n ? SB[col + 1] : 0.0f;
-    } else if (g.b_layout == GEMMD_SCALE_TENSOR) {
-      c0 = c1 = SB[0];
+      c1 = col + 1 < n ? SB[col + 1] : 0.0f;
     }
     const float *t = total + j * 4;
-    if (col + 1 < g.n) {
-      if (row0 < g.m) gemmd_store_out_pair(D, g.out_dtype, (size_t)row0 * g.n + col, t[0] * c0, t[1] * c1);
-      if (row1 < g.m) gemmd_store_out_pair(D, g.out_dtype, (size_t)row1 * g.n + col, t[2] * c0, t[3] * c1);
+    if (col + 1 < n) {
+      if (row0 < m) gemmd_store_out_pair(D, out_dtype, (size_t)row0 * n + col, t[0] * c0, t[1] * c1);
+      if (row1 < m) gemmd_store_out_pair(D, out_dtype, (size_t)row1 * n + col, t[2] * c0, t[3] * c1);
     } else {
-      if (row0 < g.m) gemmd_store_out(D, g.out_dtype, (size_t)row0 * g.n + col, t[0] * c0);
-      if (row1 < g.m) gemmd_store_out(D, g.out_dtype, (size_t)row1 * g.n + col, t[2] * c0);
+      if (row0 < m) gemmd_store_out(D, out_dtype, (size_t)row0 * n + col, t[0] * c0);
+      if (row1 < m) gemmd_store_out(D, out_dtype, (size_t)row1 * n + col, t[2] * c0);
     }
   }
 }
@@ -403,7 +479,9 @@ __device__ __forceinline__ void consume(const BatchView &v, uint8_t *ring, Barri
   uint32_t stage = 0, phase = 0;
   for (uint32_t t = blockIdx.x; t < v.total_tiles; t += gridDim.x) {
     const TileRef tr = locate<BN>(v.table, v.starts, v.n_groups, t);
-    const gemmd_group_params_t g = v.table[tr.group];
+    // By reference: the fields are read from the table (L1) where used, not held in
+    // registers through the K loop.
+    const gemmd_group_params_t &g = v.table[tr.group];
     const bool ae5 = g.a_dtype == GEMMD_DTYPE_FP8_E5M2, be5 = g.b_dtype == GEMMD_DTYPE_FP8_E5M2;
     if (!ae5 && !be5) {
       consume_tile<BN, false, false>(v, g, tr, ring, bars, stage, phase, wg);
@@ -435,8 +513,8 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
 
   if (threadIdx.x == 0) {
     for (uint32_t s = 0; s < kMaxStages; s++) {
-      mbar_init(&bars.full[s], 1);
-      mbar_init(&bars.empty[s], 128 * kConsumers);
+      mbar_init(&bars.full[s], 1 + 32);  // the TMA thread, the scale warp's lanes
+      mbar_init(&bars.empty[s], 4 * kConsumers);  // one per consumer warp
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
@@ -446,6 +524,18 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
   // batch's tile width.
   if (threadIdx.x < 128) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (threadIdx.x / 32 == 1) {
+      switch (tile_n) {
+        case 128:
+          return load_scales<128>(v, ring, bars);
+        case 64:
+          return load_scales<64>(v, ring, bars);
+        case 32:
+          return load_scales<32>(v, ring, bars);
+        default:
+          return load_scales<16>(v, ring, bars);
+      }
+    }
     if (threadIdx.x != 0) return;
     switch (tile_n) {
       case 128:
