@@ -27,6 +27,16 @@ __device__ __forceinline__ void gemmd_store_out(uint8_t *d, uint8_t out_dtype, s
   }
 }
 
+// Two values rounded to a 2-byte output dtype (FP16, else BF16), packed low then high.
+__device__ __forceinline__ uint32_t gemmd_pack_pair(uint8_t out_dtype, float v0, float v1) {
+  if (out_dtype == GEMMD_DTYPE_FP16) {
+    const __half2 h = __floats2half2_rn(v0, v1);
+    return *reinterpret_cast<const uint32_t *>(&h);
+  }
+  const __nv_bfloat162 b = __floats2bfloat162_rn(v0, v1);
+  return *reinterpret_cast<const uint32_t *>(&b);
+}
+
 // Elements idx and idx + 1 of D = v0, v1: one 4-byte (BF16/FP16) or 8-byte (FP32) store
 // when idx is even (the pair is aligned), else two.
 __device__ __forceinline__ void gemmd_store_out_pair(uint8_t *d, uint8_t out_dtype, size_t idx, float v0, float v1) {

@@ -45,7 +45,8 @@
 //   1: B is loaded only in a tile's first K block (half the bytes from L2 at width 128);
 //   2: no WGMMAs (the ring's load rate alone);
 //   3: nothing is loaded after the ring's first pass (the consumers' rate alone);
-//   4: as 3, and no promotion (the WGMMAs' rate alone; one register is promoted).
+//   4: as 3, and no promotion (the WGMMAs' rate alone; one register is promoted);
+//   5: no output stores (what the epilogue's stores cost per tile).
 #ifndef GEMMD_WGMMA_PROBE
 #define GEMMD_WGMMA_PROBE 0
 #endif
@@ -76,11 +77,21 @@ template <uint32_t BN>
 struct Ring {
   static constexpr uint32_t kStageBytes = kStageA + BN * BK;
   static constexpr uint32_t kPerStage = kStageBytes + sizeof(StageScales);
-  static constexpr uint32_t kStages = kRingBytes / kPerStage < kMaxStages ? kRingBytes / kPerStage : kMaxStages;
-  // The stages' tiles (1024-byte aligned), then their scales.
+  // The output staging area: the tile's 128 rows of BN 2-byte values, each row padded by
+  // 16 bytes so a warp's pair writes (8 rows × 4 pairs) fall in 32 different banks.
+  static constexpr uint32_t kOutPitch = BN * 2 + 16;
+  static constexpr uint32_t kOutBytes = BM * kOutPitch;
+  static constexpr uint32_t kStages = (kRingBytes - kOutBytes) / kPerStage < kMaxStages
+                                          ? (kRingBytes - kOutBytes) / kPerStage
+                                          : kMaxStages;
+  // The stages' tiles (1024-byte aligned), then their scales, then the output staging.
   __device__ static StageScales &scales(uint8_t *ring, uint32_t stage) {
     return reinterpret_cast<StageScales *>(ring + kStages * kStageBytes)[stage];
   }
+  __device__ static uint8_t *out_staging(uint8_t *ring) {
+    return ring + kStages * kStageBytes + kStages * sizeof(StageScales);
+  }
+  static_assert(kStages * kPerStage + kOutBytes <= kRingBytes, "the ring fits");
   static_assert(kStageBytes % 1024 == 0, "128B-swizzled tiles are 1024-byte aligned");
   static_assert(128 % BN == 0, "a tile's columns share one row of 128x128 B scales");
 };
@@ -103,6 +114,25 @@ __device__ __forceinline__ float ld_shared_f32(const float *p) {
   float v;
   asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(smem_addr(p)));
   return v;
+}
+
+__device__ __forceinline__ void st_shared_u32(void *p, uint32_t v) {
+  asm volatile("st.shared.u32 [%0], %1;" ::"r"(smem_addr(p)), "r"(v) : "memory");
+}
+
+__device__ __forceinline__ uint4 ld_shared_v4(const void *p) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(smem_addr(p))
+               : "memory");
+  return v;
+}
+
+// The 128 threads of consumer warpgroup `wg` meet (named barrier 1 + wg; 0 is
+// __syncthreads').
+__device__ __forceinline__ void warpgroup_sync(uint32_t wg) {
+  asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory");
 }
 
 // ---- mbarriers -----------------------------------------------------------------------------
@@ -446,23 +476,63 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
   stage = p.stage;
   phase = p.phase;
   // Epilogue: accumulator element j*4 + {0,1} is (row0, col), {2,3} is (row1, col), with
-  // col = n0 + 8j + 2·(lane % 4) + {0, 1}: each pair of columns goes out in one store. The
-  // group's fields are copied out of the table first: D may alias it as far as the compiler
-  // knows, so every store would otherwise re-read them.
+  // col = n0 + 8j + 2·(lane % 4) + {0, 1}. The group's fields are copied out of the table
+  // first: D may alias it as far as the compiler knows, so every store would otherwise
+  // re-read them.
   const uint32_t m = g.m, n = g.n;
   const uint8_t out_dtype = g.out_dtype, b_layout = g.b_layout;
   uint8_t *D = v.d_arena + g.d_offset;
   const float *SB = reinterpret_cast<const float *>(g.b_scales);
   const float sb_tensor = b_layout == GEMMD_SCALE_TENSOR ? SB[0] : 1.0f;
+  // Column pair j's B scales (per-row B: one per column; otherwise the tensor's or 1).
+  auto col_scales = [&](uint32_t col, float &c0, float &c1) {
+    c0 = c1 = sb_tensor;
+    if (b_layout == GEMMD_SCALE_ROW) {
+      c0 = col < n ? SB[col] : 0.0f;
+      c1 = col + 1 < n ? SB[col + 1] : 0.0f;
+    }
+  };
+  // Probe 5 skips the stores on a condition the compiler cannot know is always true, so
+  // the math that feeds them stays.
+  if (GEMMD_WGMMA_PROBE == 5 && v.n_groups != 0xFFFFFFFFu) return;
+  if (out_dtype != GEMMD_DTYPE_FP32 && n % 8 == 0 && reinterpret_cast<uintptr_t>(D) % 16 == 0) {
+    // Through shared memory: the warpgroup's 64 × BN rounded values are staged there, then
+    // written out as 16-byte pieces, a warp covering whole rows (coalesced); direct stores
+    // from the accumulator layout touch 8 rows per instruction in 4-byte pieces and cost
+    // half the time of short-K shapes (probe 5, docs/bench/kernels.md).
+    using R = Ring<BN>;
+    uint8_t *stage_out = R::out_staging(ring) + wg * 64 * R::kOutPitch;
+    const uint32_t r0 = warp * 16 + lane / 4;  // row0 within the warpgroup's 64
+    warpgroup_sync(wg);  // the last tile's staged rows have all been written out
+#pragma unroll
+    for (uint32_t j = 0; j < kRegs / 4; j++) {
+      const uint32_t c = 8 * j + 2 * (lane % 4);
+      float c0, c1;
+      col_scales(tr.n0 + c, c0, c1);
+      const float *t = total + j * 4;
+      st_shared_u32(stage_out + r0 * R::kOutPitch + c * 2, gemmd_pack_pair(out_dtype, t[0] * c0, t[1] * c1));
+      st_shared_u32(stage_out + (r0 + 8) * R::kOutPitch + c * 2, gemmd_pack_pair(out_dtype, t[2] * c0, t[3] * c1));
+    }
+    warpgroup_sync(wg);
+    constexpr uint32_t kChunks = BN / 8;  // 16-byte pieces per row
+    const uint32_t row_base = tr.m0 + wg * 64;
+#pragma unroll 4
+    for (uint32_t i = tid; i < 64 * kChunks; i += 128) {
+      const uint32_t r = i / kChunks, ch = i % kChunks, row = row_base + r, col = tr.n0 + ch * 8;
+      if (row < m && col < n) {
+        *reinterpret_cast<uint4 *>(D + ((size_t)row * n + col) * 2) = ld_shared_v4(stage_out + r * R::kOutPitch + ch * 16);
+      }
+    }
+    return;
+  }
+  // Direct from registers (FP32 out, or rows not 16-byte aligned): each pair of columns
+  // goes out in one store.
 #pragma unroll
   for (uint32_t j = 0; j < kRegs / 4; j++) {
     const uint32_t col = tr.n0 + 8 * j + 2 * (lane % 4);
     if (col >= n) continue;
-    float c0 = sb_tensor, c1 = sb_tensor;
-    if (b_layout == GEMMD_SCALE_ROW) {
-      c0 = SB[col];
-      c1 = col + 1 < n ? SB[col + 1] : 0.0f;
-    }
+    float c0, c1;
+    col_scales(col, c0, c1);
     const float *t = total + j * 4;
     if (col + 1 < n) {
       if (row0 < m) gemmd_store_out_pair(D, out_dtype, (size_t)row0 * n + col, t[0] * c0, t[1] * c1);

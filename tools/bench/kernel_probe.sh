@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # On the GPU machine: where one K block's time goes at the given shapes. Runs gemm_bench
-# and its timing probes (kernels:gemm_bench_probe{1,2,3,4}: half of B from L2, no
-# WGMMAs, no loads, no loads and no promotion; their checks fail by design), then, if Nsight Compute can read the
-# counters here, its speed-of-light table and L2/tensor-pipe metrics for our kernel.
+# and its timing probes (kernels:gemm_bench_probe{1..5}: half of B from L2, no WGMMAs, no
+# loads, no loads and no promotion, no output stores; their checks fail by design), then,
+# if Nsight Compute can read the counters here, its speed-of-light table and L2/tensor-pipe
+# metrics for our kernel. GEMMD_VARIANTS picks the probes, GEMMD_NO_NCU=1 skips ncu.
 #   tools/bench/kernel_probe.sh [--only SUBSTRING]   (default: "dense 4096x7168x")
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
