@@ -5,7 +5,10 @@
  *     ic: MC rows of D  ->  pack A[ic.., pc..] (MC×KC in L2)
  *       jr: NR, ir: MR  ->  micro-kernel: MR×NR tile of D in registers over KC.
  * Packing reads the operands in their stored dtype and applies their scales, so every
- * element of B is dequantized once per call.
+ * element of B is dequantized once per call. Up to SMALL_M rows of A there is no packing:
+ * each row of B is dequantized into a buffer and dotted with the rows of A
+ * (slice_run_small_m), since a B element used that few times costs more to pack than to
+ * use.
  */
 #include "kernels/cpu_gemm.h"
 
@@ -27,6 +30,9 @@ enum {
   NC = 3072, /* columns of D per packed B panel */
   MAX_MR = 14,
   MAX_NR = 32,
+  /* Up to this many rows of A, no packing (slice_run_small_m): measured faster for M ≤ 16
+   * at N=K=4096 and N=K=128, about even at M = 32 (docs/bench/cpu_reference.md). */
+  SMALL_M = 16,
 };
 
 /* A micro-kernel: tile[MR×NR] (row stride ldc) = or += Σ_k ap[k][0..MR) ⊗ bp[k][0..NR). */
@@ -41,6 +47,8 @@ typedef struct {
 typedef struct {
   const char *name;
   micro_kernel_t big, mid, thin; /* for M >= big.mr, M in [mid.mr, big.mr), M < mid.mr */
+  void (*dot_rows)(const float *restrict a, size_t lda, int m, const float *restrict b, uint32_t k,
+                   float *restrict out); /* M ≤ SMALL_M: see slice_run_small_m */
 } kernel_set_t;
 
 /* ---- Micro-kernels ------------------------------------------------------------------ */
@@ -139,17 +147,59 @@ DEFINE_PORTABLE_KERNEL(4)
 DEFINE_PORTABLE_KERNEL(2)
 DEFINE_PORTABLE_KERNEL(1)
 
+/* Small M: out[i] = dot(row i of a (stride lda), b) over k, for m rows sharing one
+ * decoded row of B (no packing: see slice_run_small_m). */
+typedef void (*dot_rows_fn)(const float *restrict a, size_t lda, int m, const float *restrict b, uint32_t k,
+                            float *restrict out);
+
+static void portable_dot_rows(const float *restrict a, size_t lda, int m, const float *restrict b, uint32_t k,
+                              float *restrict out) {
+  for (int i = 0; i < m; i++) {
+    const float *ai = a + (size_t)i * lda;
+    float acc[8] = {0};
+    uint32_t kk = 0;
+    for (; kk + 8 <= k; kk += 8) {
+      for (int j = 0; j < 8; j++) acc[j] += ai[kk + j] * b[kk + j];
+    }
+    float sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; kk < k; kk++) sum += ai[kk] * b[kk];
+    out[i] = sum;
+  }
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma"))) static void avx2_dot_rows(const float *restrict a, size_t lda, int m,
+                                                              const float *restrict b, uint32_t k,
+                                                              float *restrict out) {
+  for (int i = 0; i < m; i++) {
+    const float *ai = a + (size_t)i * lda;
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    uint32_t kk = 0;
+    for (; kk + 16 <= k; kk += 16) {
+      s0 = _mm256_fmadd_ps(_mm256_loadu_ps(ai + kk), _mm256_loadu_ps(b + kk), s0);
+      s1 = _mm256_fmadd_ps(_mm256_loadu_ps(ai + kk + 8), _mm256_loadu_ps(b + kk + 8), s1);
+    }
+    const __m256 s = _mm256_add_ps(s0, s1);
+    const __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    const __m128 q = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    float sum = _mm_cvtss_f32(_mm_add_ss(q, _mm_shuffle_ps(q, q, 1)));
+    for (; kk < k; kk++) sum += ai[kk] * b[kk];
+    out[i] = sum;
+  }
+}
+#endif
+
 static kernel_set_t kernels;
 static pthread_once_t kernels_once = PTHREAD_ONCE_INIT;
 
 #if defined(__x86_64__)
-static const kernel_set_t avx512_set = {
-    "avx512 14x32", {14, 32, avx512_14x32}, {4, 32, avx512_4x32}, {1, 32, avx512_1x32}};
-static const kernel_set_t avx2_set = {
-    "avx2 6x16", {6, 16, avx2_6x16}, {4, 16, avx2_4x16}, {1, 16, avx2_1x16}};
+static const kernel_set_t avx512_set = {"avx512 14x32", {14, 32, avx512_14x32}, {4, 32, avx512_4x32},
+                                         {1, 32, avx512_1x32}, avx2_dot_rows};
+static const kernel_set_t avx2_set = {"avx2 6x16", {6, 16, avx2_6x16}, {4, 16, avx2_4x16}, {1, 16, avx2_1x16},
+                                      avx2_dot_rows};
 #endif
-static const kernel_set_t portable_set = {
-    "portable 4x8", {4, 8, portable_4x8}, {2, 8, portable_2x8}, {1, 8, portable_1x8}};
+static const kernel_set_t portable_set = {"portable 4x8", {4, 8, portable_4x8}, {2, 8, portable_2x8},
+                                          {1, 8, portable_1x8}, portable_dot_rows};
 
 static int have_avx512(void) {
 #if defined(__x86_64__)
@@ -267,6 +317,7 @@ typedef struct {
   size_t ldc;
   uint32_t m0, m1, n0, n1; /* this slice */
   micro_kernel_t kern;
+  dot_rows_fn dot_rows; /* non-null: the small-M path (slice_run_small_m) */
   int status;
 } slice_t;
 
@@ -328,8 +379,42 @@ static pack_buffers_t *thread_buffers(void) {
   return b;
 }
 
+/* Small M (up to SMALL_M rows): packing B would cost more than the product, since each
+ * B element is used only M times. Instead the slice's A rows are
+ * decoded and scaled once, and each row of B is decoded and scaled into a row buffer and
+ * dotted with them: B is read once, in its stored dtype, with no panel in between. */
+static void slice_run_small_m(slice_t *s, pack_buffers_t *pb) {
+  const uint32_t K = s->a->cols, M = s->m1 - s->m0;
+  float *ar = ensure(&pb->ap, &pb->ap_bytes, sizeof(float) * (size_t)M * K);
+  float *br = ensure(&pb->rowbuf, &pb->rowbuf_bytes, sizeof(float) * (size_t)K);
+  if (ar == NULL || br == NULL) {
+    s->status = GEMMD_ENOMEM;
+    return;
+  }
+  for (uint32_t i = 0; i < M; i++) load_scaled(s->a, s->m0 + i, 0, K, ar + (size_t)i * K);
+  float out[MAX_MR];
+  for (uint32_t n = s->n0; n < s->n1; n++) {
+    load_scaled(s->b, n, 0, K, br);
+    for (uint32_t i0 = 0; i0 < M; i0 += MAX_MR) {
+      const uint32_t rows = M - i0 < MAX_MR ? M - i0 : MAX_MR;
+      s->dot_rows(ar + (size_t)i0 * K, K, (int)rows, br, K, out);
+      for (uint32_t i = 0; i < rows; i++) s->c[(size_t)(s->m0 + i0 + i) * s->ldc + n] = out[i];
+    }
+  }
+  s->status = GEMMD_OK;
+}
+
 static void *slice_run(void *arg) {
   slice_t *s = arg;
+  if (s->dot_rows != NULL) {
+    pack_buffers_t *pb = thread_buffers();
+    if (pb == NULL) {
+      s->status = GEMMD_ENOMEM;
+    } else {
+      slice_run_small_m(s, pb);
+    }
+    return NULL;
+  }
   const micro_kernel_t kern = s->kern;
   const uint32_t K = s->a->cols;
   const uint32_t mc_max = (MC / (uint32_t)kern.mr) * (uint32_t)kern.mr;
@@ -405,6 +490,7 @@ int gemmd_cpu_gemm(const gemmd_operand_t *a, const gemmd_operand_t *b, gemmd_dty
   const micro_kernel_t kern =
       M >= (uint32_t)kernels.big.mr ? kernels.big
                                     : (M >= (uint32_t)kernels.mid.mr ? kernels.mid : kernels.thin);
+  const int small_m = M <= SMALL_M;
 
   /* FP32 D is written in place; other outputs go through an FP32 buffer. */
   float *c = out_dtype == GEMMD_DTYPE_FP32 ? (float *)d : malloc(sizeof(float) * (size_t)M * N);
@@ -429,7 +515,7 @@ int gemmd_cpu_gemm(const gemmd_operand_t *a, const gemmd_operand_t *b, gemmd_dty
     const uint32_t u0 = (uint32_t)((uint64_t)units * t / nt);
     const uint32_t u1 = (uint32_t)((uint64_t)units * (t + 1) / nt);
     const uint32_t lo = u0 * unit, hi = u1 * unit < extent ? u1 * unit : extent;
-    slices[t] = (slice_t){a, b, c, ldc, 0, M, 0, N, kern, GEMMD_EINTERNAL};
+    slices[t] = (slice_t){a, b, c, ldc, 0, M, 0, N, kern, small_m ? kernels.dot_rows : NULL, GEMMD_EINTERNAL};
     if (split_n) {
       slices[t].n0 = lo;
       slices[t].n1 = hi;

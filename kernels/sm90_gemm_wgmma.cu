@@ -520,7 +520,8 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
     for (uint32_t i = tid; i < 64 * kChunks; i += 128) {
       const uint32_t r = i / kChunks, ch = i % kChunks, row = row_base + r, col = tr.n0 + ch * 8;
       if (row < m && col < n) {
-        *reinterpret_cast<uint4 *>(D + ((size_t)row * n + col) * 2) = ld_shared_v4(stage_out + r * R::kOutPitch + ch * 16);
+        const uint4 piece = ld_shared_v4(stage_out + r * R::kOutPitch + ch * 16);
+        *reinterpret_cast<uint4 *>(D + ((size_t)row * n + col) * 2) = piece;
       }
     }
     return;

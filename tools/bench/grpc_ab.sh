@@ -6,12 +6,13 @@
 # e.g. tools/bench/grpc_ab.sh spin0 X=1 X=1 --loop-spin-us 0
 #      tools/bench/grpc_ab.sh epoll1 X=1 GRPC_POLL_STRATEGY=epoll1 --grpc-poller epoll1
 # Run arms interleaved, several times: this machine is noisy (docs/bench/grpc_cpu.md).
+# GEMMD_AB_BIN=path runs that gemmd binary instead of the tree's (an A/B of two builds).
 set -u
 cd "$(dirname "$0")/../.."
 bazel build -c opt //daemon:gemmd //client:gemmctl >/dev/null 2>&1 || exit 1
 bin=bazel-bin
 log=$(mktemp /tmp/gemmd-ab.XXXXXX)
-env $2 "$bin/daemon/gemmd" --grpc-listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 "${@:4}" >"$log" 2>&1 &
+env $2 "${GEMMD_AB_BIN:-$bin/daemon/gemmd}" --grpc-listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 "${@:4}" >"$log" 2>&1 &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; rm -f "$log"' EXIT
 for _ in $(seq 100); do grep -q 'msg="listening"' "$log" && break; sleep 0.1; done
