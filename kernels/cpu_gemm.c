@@ -380,9 +380,9 @@ static pack_buffers_t *thread_buffers(void) {
 }
 
 /* Small M (up to SMALL_M rows): packing B would cost more than the product, since each
- * B element is used only M times. Instead the slice's A rows are
- * decoded and scaled once, and each row of B is decoded and scaled into a row buffer and
- * dotted with them: B is read once, in its stored dtype, with no panel in between. */
+ * B element is used only M times. Instead the slice's A rows are decoded and scaled once,
+ * and each row of B is decoded and scaled into a row buffer and dotted with them: B is
+ * read once, in its stored dtype, with no panel in between. */
 static void slice_run_small_m(slice_t *s, pack_buffers_t *pb) {
   const uint32_t K = s->a->cols, M = s->m1 - s->m0;
   float *ar = ensure(&pb->ap, &pb->ap_bytes, sizeof(float) * (size_t)M * K);
