@@ -44,11 +44,15 @@ typedef struct {
   micro_kernel_fn fn;
 } micro_kernel_t;
 
+/* Small M: out[i] = dot(row i of a (stride lda), b) over k, for m rows sharing one
+ * decoded row of B (no packing: see slice_run_small_m). */
+typedef void (*dot_rows_fn)(const float *restrict a, size_t lda, int m, const float *restrict b, uint32_t k,
+                            float *restrict out);
+
 typedef struct {
   const char *name;
   micro_kernel_t big, mid, thin; /* for M >= big.mr, M in [mid.mr, big.mr), M < mid.mr */
-  void (*dot_rows)(const float *restrict a, size_t lda, int m, const float *restrict b, uint32_t k,
-                   float *restrict out); /* M ≤ SMALL_M: see slice_run_small_m */
+  dot_rows_fn dot_rows;          /* M ≤ SMALL_M */
 } kernel_set_t;
 
 /* ---- Micro-kernels ------------------------------------------------------------------ */
@@ -146,11 +150,6 @@ DEFINE_AVX2_KERNEL(1)
 DEFINE_PORTABLE_KERNEL(4)
 DEFINE_PORTABLE_KERNEL(2)
 DEFINE_PORTABLE_KERNEL(1)
-
-/* Small M: out[i] = dot(row i of a (stride lda), b) over k, for m rows sharing one
- * decoded row of B (no packing: see slice_run_small_m). */
-typedef void (*dot_rows_fn)(const float *restrict a, size_t lda, int m, const float *restrict b, uint32_t k,
-                            float *restrict out);
 
 static void portable_dot_rows(const float *restrict a, size_t lda, int m, const float *restrict b, uint32_t k,
                               float *restrict out) {
