@@ -33,6 +33,7 @@ struct gemmd_batch_s {
   int status;
   char message[256];
   uint64_t formed_ns, compute_ns;
+  uint64_t gemm_ns; /* of compute_ns, the GEMM kernels alone (0: the engine does not time them) */
   gemmd_batch_marks_t marks; /* its hand-offs, for gemmd_batch_stage_seconds_total */
   uint32_t graph_replays, graph_captures;
   int device_failed; /* the engine's device is gone: gemmd must stop (exit non-zero) */

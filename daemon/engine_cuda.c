@@ -34,6 +34,11 @@
 
 enum { N_SLOTS = 2, ROW_ALIGN = 16, UNAVAILABLE = 14, LT_CACHE = 64 };
 
+/* What a batch's kernels are, as a mask: the GEMM launches it needs (GEMMD_GPU_PART_*,
+ * gpu_gemm.h) and whether it has raw A to quantize. A slot keeps one graph per mask, so
+ * a batch launches only the kernels it has work for. */
+enum { PART_QUANTIZE = 4, N_PART_MASKS = 8 };
+
 /* A weight's device copy. */
 typedef struct {
   uint8_t *data;      /* n rows of ldb bytes, zero padded */
@@ -51,11 +56,14 @@ typedef struct {
 
 typedef struct {
   cudaStream_t stream;
-  cudaEvent_t start, stop;
+  /* start/stop: the batch's device time; gemm_start/gemm_stop: its GEMM kernels alone
+   * (recorded inside the graph) */
+  cudaEvent_t start, stop, gemm_start, gemm_stop;
   uint8_t *dev, *host; /* the batch buffer and its pinned copy */
   uint64_t cap;
-  /* the gemmd kernel's graph for this slot's buffer */
-  cudaGraphExec_t exec;
+  /* the gemmd kernel's graphs for this slot's buffer, by the batch's part mask */
+  cudaGraphExec_t exec[N_PART_MASKS];
+  uint32_t parts; /* the batch's part mask */
   lt_graph_t lt[LT_CACHE];
   gemmd_batch_t *batch;
   gemmd_batch_header_t hdr;
@@ -347,11 +355,25 @@ static cudaError_t download(slot_t *s, const layout_t *L, const gemmd_batch_t *b
                          cudaMemcpyDeviceToHost, s->stream);
 }
 
-/* The kernels a graph holds: quantize, GEMM. */
-static cudaError_t enqueue_kernels(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_batch_t *b) {
-  if (gemmd_gpu_quantize_jobs(s->dev, s->stream) != GEMMD_OK) return cudaGetLastError();
+/* Marks a point of the batch's device work on its stream; inside a capture, as a node of
+ * the graph, recorded at every replay. */
+static cudaError_t mark(slot_t *s, cudaEvent_t ev, int capturing) {
+  return capturing ? cudaEventRecordWithFlags(ev, s->stream, cudaEventRecordExternal) : cudaEventRecord(ev, s->stream);
+}
+
+/* The kernels a graph holds: quantize (if the batch has raw A), GEMM (the launches its
+ * part mask names), with the GEMM's own device time between gemm_start and gemm_stop. */
+static cudaError_t enqueue_kernels(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_batch_t *b,
+                                   int capturing) {
+  if ((s->parts & PART_QUANTIZE) && gemmd_gpu_quantize_jobs(s->dev, s->stream) != GEMMD_OK) {
+    return cudaGetLastError();
+  }
+  cudaError_t err = mark(s, s->gemm_start, capturing);
+  if (err) return err;
   if (!e->use_lt) {
-    if (gemmd_gpu_gemm(e->kernel, s->dev, s->stream) != GEMMD_OK) return cudaErrorLaunchFailure;
+    if (gemmd_gpu_gemm_parts_run(e->kernel, s->dev, s->parts & GEMMD_GPU_PARTS_ALL, s->stream) != GEMMD_OK) {
+      return cudaErrorLaunchFailure;
+    }
   } else {
     /* One cuBLASLt call per group: table entries are known on the host. */
     const gemmd_group_params_t *t = (const gemmd_group_params_t *)(void *)(s->host + sizeof L->h);
@@ -384,7 +406,7 @@ static cudaError_t enqueue_kernels(cuda_engine_t *e, slot_t *s, const layout_t *
       if (rc != GEMMD_OK) return rc == GEMMD_ENOTSUP ? cudaErrorNotSupported : cudaErrorLaunchFailure;
     }
   }
-  return cudaSuccess;
+  return mark(s, s->gemm_stop, capturing);
 }
 
 static cudaError_t capture(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_batch_t *b,
@@ -392,7 +414,7 @@ static cudaError_t capture(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd
   cudaGraph_t g;
   cudaError_t err = cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal);
   if (err) return err;
-  const cudaError_t work = enqueue_kernels(e, s, L, b);
+  const cudaError_t work = enqueue_kernels(e, s, L, b, 1);
   err = cudaStreamEndCapture(s->stream, &g);
   if (work) {
     if (!err) cudaGraphDestroy(g);
@@ -408,8 +430,8 @@ static cudaError_t capture(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd
 /* A key for a cuBLASLt graph: everything its nodes depend on. */
 static uint64_t lt_key(const gemmd_batch_t *b, const layout_t *L) {
   uint64_t h = 1469598103934665603ull;
-  const uint64_t parts[] = {L->h.a_arena, L->h.sa_arena, L->h.d_arena, L->h.b_arena, L->total};
-  for (size_t i = 0; i < 5; i++) h = (h ^ parts[i]) * 1099511628211ull;
+  const uint64_t parts[] = {L->h.a_arena, L->h.sa_arena, L->h.d_arena, L->h.b_arena, L->total, L->h.n_quant_jobs > 0};
+  for (size_t i = 0; i < 6; i++) h = (h ^ parts[i]) * 1099511628211ull;
   for (uint32_t g = 0; g < b->n_groups; g++) {
     const gemmd_group_params_t *p = &b->table[g];
     const uint64_t f[] = {p->m, p->n, p->k, p->a_dtype | p->b_dtype << 8 | p->b_layout << 16 | (uint64_t)p->out_dtype << 24,
@@ -435,16 +457,16 @@ static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_
   if (err) return err;
   if (!e->use_graphs) {
     *step = "kernels";
-    err = enqueue_kernels(e, s, L, b);
+    err = enqueue_kernels(e, s, L, b, 0);
   } else {
     *step = "graph capture";
     cudaGraphExec_t exec;
     if (!e->use_lt) {
-      if (s->exec == NULL) {
-        err = capture(e, s, L, b, &s->exec);
+      if (s->exec[s->parts] == NULL) {
+        err = capture(e, s, L, b, &s->exec[s->parts]);
         if (err) return err;
       }
-      exec = s->exec;
+      exec = s->exec[s->parts];
     } else {
       const uint64_t key = lt_key(b, L);
       lt_graph_t *hit = NULL, *oldest = &s->lt[0];
@@ -495,8 +517,10 @@ static cudaError_t ensure_capacity(slot_t *s, uint64_t bytes) {
   if (s->cap >= bytes) return cudaSuccess;
   uint64_t cap = s->cap ? s->cap : (64u << 20);
   while (cap < bytes) cap *= 2;
-  if (s->exec) cudaGraphExecDestroy(s->exec);
-  s->exec = NULL;
+  for (int i = 0; i < N_PART_MASKS; i++) {
+    if (s->exec[i]) cudaGraphExecDestroy(s->exec[i]);
+    s->exec[i] = NULL;
+  }
   for (int i = 0; i < LT_CACHE; i++) {
     if (s->lt[i].exec) cudaGraphExecDestroy(s->lt[i].exec);
     memset(&s->lt[i], 0, sizeof s->lt[i]);
@@ -551,6 +575,7 @@ static void *stager_main(void *arg) {
     layout_t L;
     lay_out(e, b, &L);
     s->hdr = L.h;
+    s->parts = (L.h.n_quant_jobs > 0 ? PART_QUANTIZE : 0) | gemmd_gpu_gemm_parts(b->table, b->n_groups);
     cudaError_t err = cudaSuccess;
     if (atomic_load(&e->failed)) {
       err = cudaErrorUnknown;
@@ -614,14 +639,16 @@ static void *completer_main(void *arg) {
     if (s != NULL) {
       cudaError_t err = wait_stop_event(e, s);
       b->marks.seen_done = gemmd_now_ns();
-      float ms = 0;
+      float ms = 0, gemm_ms = 0;
       if (!err) err = cudaEventElapsedTime(&ms, s->start, s->stop);
+      if (!err) err = cudaEventElapsedTime(&gemm_ms, s->gemm_start, s->gemm_stop);
       if (err) {
         cuda_failed(e, err, "batch");
         fail_batch(e, b);
       } else {
         b->status = 0;
         b->compute_ns = (uint64_t)((double)ms * 1e6);
+        b->gemm_ns = (uint64_t)((double)gemm_ms * 1e6);
         for (uint32_t i = 0; i < b->n_requests; i++) {
           gemmd_request_t *r = b->requests[i];
           r->d = r->d_dest != NULL ? r->d_dest : s->host + s->hdr.d_arena + r->d_offset;
@@ -678,7 +705,9 @@ static void cuda_close(gemmd_engine_t *base) {
   if (!atomic_load(&e->failed)) {
     for (int i = 0; i < N_SLOTS; i++) {
       slot_t *s = &e->slots[i];
-      if (s->exec) cudaGraphExecDestroy(s->exec);
+      for (int j = 0; j < N_PART_MASKS; j++) {
+        if (s->exec[j]) cudaGraphExecDestroy(s->exec[j]);
+      }
       for (int j = 0; j < LT_CACHE; j++) {
         if (s->lt[j].exec) cudaGraphExecDestroy(s->lt[j].exec);
       }
@@ -686,6 +715,8 @@ static void cuda_close(gemmd_engine_t *base) {
       cudaFreeHost(s->host);
       cudaEventDestroy(s->start);
       cudaEventDestroy(s->stop);
+      cudaEventDestroy(s->gemm_start);
+      cudaEventDestroy(s->gemm_stop);
       cudaStreamDestroy(s->stream);
     }
     if (e->lt) gemmd_cublaslt_destroy(e->lt);
@@ -755,6 +786,8 @@ int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn
     err = cudaStreamCreateWithFlags(&e->slots[i].stream, cudaStreamNonBlocking);
     if (!err) err = cudaEventCreate(&e->slots[i].start);
     if (!err) err = cudaEventCreate(&e->slots[i].stop);
+    if (!err) err = cudaEventCreate(&e->slots[i].gemm_start);
+    if (!err) err = cudaEventCreate(&e->slots[i].gemm_stop);
   }
   if (!err && e->use_lt && gemmd_cublaslt_create(64u << 20, &e->lt) != GEMMD_OK) err = cudaErrorUnknown;
   if (err) {

@@ -88,7 +88,8 @@ static const char *const stage_names[GEMMD_N_BATCH_STAGES] = {
 /* b - a in seconds, 0 when a clock went backwards or a mark is missing. */
 static double span(uint64_t a, uint64_t b) { return a != 0 && b > a ? (double)(b - a) * 1e-9 : 0.0; }
 
-void gemmd_metrics_batch_stages(gemmd_metrics_t *m, const gemmd_batch_marks_t *k, uint64_t device_ns) {
+void gemmd_metrics_batch_stages(gemmd_metrics_t *m, const gemmd_batch_marks_t *k, uint64_t device_ns,
+                                uint64_t gemm_ns) {
   const double device = (double)device_ns * 1e-9;
   double after_launch = span(k->launch, k->seen_done) - device;
   if (after_launch < 0) after_launch = 0;
@@ -98,6 +99,7 @@ void gemmd_metrics_batch_stages(gemmd_metrics_t *m, const gemmd_batch_marks_t *k
   m->stage_seconds[GEMMD_STAGE_NOTICE] += after_launch;
   m->stage_seconds[GEMMD_STAGE_TO_LOOP] += span(k->seen_done, k->done);
   m->stage_seconds[GEMMD_STAGE_ANSWER] += span(k->done, k->answered);
+  m->gemm_seconds += (double)gemm_ns * 1e-9;
   m->staged_batches++;
 }
 
@@ -395,6 +397,12 @@ int gemmd_metrics_render(const gemmd_metrics_t *m, char **out, size_t *len) {
     }
     counter_u64(&b, "gemmd_batch_stage_batches_total", "Batches counted in gemmd_batch_stage_seconds_total.",
                 m->staged_batches);
+    family(&b, "gemmd_batch_gemm_seconds_total", "counter",
+           "Of the device stage, the time of the GEMM kernels alone (0 where the engine does not "
+           "time them).");
+    buf_puts(&b, "gemmd_batch_gemm_seconds_total ");
+    buf_double(&b, m->gemm_seconds);
+    buf_puts(&b, "\n");
   }
 
   gauge_u64(&b, "gemmd_queue_depth", "Requests waiting in the batcher.", m->queue_depth);

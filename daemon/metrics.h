@@ -47,6 +47,8 @@ typedef struct gemmd_metrics_s {
    * and the GPU (engines that report their hand-offs), and its count. */
   double stage_seconds[GEMMD_N_BATCH_STAGES];
   uint64_t staged_batches;
+  /* gemmd_batch_gemm_seconds_total: of the device stage, the GEMM kernels alone. */
+  double gemm_seconds;
   /* Histograms. */
   gemmd_histogram_t request_seconds[GEMMD_N_TRANSPORTS]; /* gemmd_request_duration_seconds */
   gemmd_histogram_t queue_seconds;                       /* gemmd_queue_duration_seconds */
@@ -77,8 +79,10 @@ typedef struct {
   uint64_t submit, engine_start, launch, seen_done, done, answered;
 } gemmd_batch_marks_t;
 
-/* Adds a finished batch's hand-offs and device time to gemmd_batch_stage_seconds_total. */
-void gemmd_metrics_batch_stages(gemmd_metrics_t *m, const gemmd_batch_marks_t *k, uint64_t device_ns);
+/* Adds a finished batch's hand-offs and device time to gemmd_batch_stage_seconds_total,
+ * and its GEMM kernels' own time (part of device_ns) to gemmd_batch_gemm_seconds_total. */
+void gemmd_metrics_batch_stages(gemmd_metrics_t *m, const gemmd_batch_marks_t *k, uint64_t device_ns,
+                                uint64_t gemm_ns);
 
 /* Records one finished batch. */
 void gemmd_metrics_batch(gemmd_metrics_t *m, uint32_t requests, uint64_t device_ns, double flops,

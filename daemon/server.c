@@ -318,7 +318,7 @@ static void on_batch_done(gemmd_server_t *srv, void *arg) {
     finish(srv, r, 1);
   }
   b->marks.answered = gemmd_now_ns();
-  if (b->marks.seen_done != 0) gemmd_metrics_batch_stages(&srv->metrics, &b->marks, b->compute_ns);
+  if (b->marks.seen_done != 0) gemmd_metrics_batch_stages(&srv->metrics, &b->marks, b->compute_ns, b->gemm_ns);
   srv->engine->ops->batch_release(srv->engine, b);
   gemmd_batch_free(b);
   maybe_dispatch(srv);

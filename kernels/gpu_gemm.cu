@@ -3,18 +3,33 @@
 #include "kernels/gpu_gemm.h"
 #include "kernels/gpu_gemm_kernels.h"
 
-extern "C" int gemmd_gpu_gemm(gemmd_gpu_kernel_t kernel, const void *batch, cudaStream_t stream) {
-  if (batch == nullptr) return GEMMD_EINVAL;
+extern "C" uint32_t gemmd_gpu_gemm_parts(const gemmd_group_params_t *table, uint32_t n_groups) {
+  uint32_t parts = 0;
+  for (uint32_t g = 0; g < n_groups; g++) {
+    parts |= table[g].out_dtype == GEMMD_DTYPE_FP32 ? GEMMD_GPU_PART_FP32_OUT : GEMMD_GPU_PART_HALF_OUT;
+  }
+  return parts;
+}
+
+extern "C" int gemmd_gpu_gemm_parts_run(gemmd_gpu_kernel_t kernel, const void *batch, uint32_t parts,
+                                        cudaStream_t stream) {
+  if (batch == nullptr || (parts & ~uint32_t(GEMMD_GPU_PARTS_ALL)) != 0) return GEMMD_EINVAL;
   switch (kernel) {
     case GEMMD_GPU_KERNEL_SIMPLE:
-      return gemmd_gpu_gemm_simple(batch, false, stream);
+      return parts != 0 ? gemmd_gpu_gemm_simple(batch, false, stream) : GEMMD_OK;
     case GEMMD_GPU_KERNEL_WGMMA: {
       // FP8 WGMMA keeps only about 14 bits while it accumulates (docs/bench/kernels.md):
       // FP32 outputs miss SPEC §1's 1e-4 on it, so their groups run on mma.sync, which
       // accumulates in full FP32. Both launches are fixed, so a graph replays any batch.
-      const int rc = gemmd_gpu_gemm_wgmma(batch, stream);
-      return rc != GEMMD_OK ? rc : gemmd_gpu_gemm_simple(batch, true, stream);
+      int rc = GEMMD_OK;
+      if (parts & GEMMD_GPU_PART_HALF_OUT) rc = gemmd_gpu_gemm_wgmma(batch, stream);
+      if (rc == GEMMD_OK && (parts & GEMMD_GPU_PART_FP32_OUT)) rc = gemmd_gpu_gemm_simple(batch, true, stream);
+      return rc;
     }
   }
   return GEMMD_EINVAL;
+}
+
+extern "C" int gemmd_gpu_gemm(gemmd_gpu_kernel_t kernel, const void *batch, cudaStream_t stream) {
+  return gemmd_gpu_gemm_parts_run(kernel, batch, GEMMD_GPU_PARTS_ALL, stream);
 }

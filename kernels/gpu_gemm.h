@@ -54,6 +54,19 @@ int gemmd_gpu_gemm_prepare_tile_n(gemmd_gpu_kernel_t kernel, void *host_batch, u
 /* Runs the GEMM of the batch at `batch` (device memory; header, table, arenas). */
 int gemmd_gpu_gemm(gemmd_gpu_kernel_t kernel, const void *batch, cudaStream_t stream);
 
+/* The launches a batch needs, as a mask: with WGMMA, groups with BF16/FP16 output run on
+ * the WGMMA kernel and groups with FP32 output on the mma.sync kernel (docs/bench/kernels.md
+ * says why), so a batch without one kind can skip that launch (a kernel with nothing to do
+ * still costs its launch). Every launch stays batch-independent, so a graph captured for a
+ * mask replays for every batch with that mask. */
+enum { GEMMD_GPU_PART_HALF_OUT = 1, GEMMD_GPU_PART_FP32_OUT = 2, GEMMD_GPU_PARTS_ALL = 3 };
+uint32_t gemmd_gpu_gemm_parts(const gemmd_group_params_t *table, uint32_t n_groups);
+
+/* gemmd_gpu_gemm with only the launches of `parts` (gemmd_gpu_gemm_parts of the batch's
+ * table; the groups of the other kind are not computed). The simple kernel is one launch
+ * for every group whenever parts is not 0. */
+int gemmd_gpu_gemm_parts_run(gemmd_gpu_kernel_t kernel, const void *batch, uint32_t parts, cudaStream_t stream);
+
 /* Quantizes the batch's raw-A jobs (BF16/FP16/FP32 → E4M3, 1×128 scales) in place. */
 int gemmd_gpu_quantize_jobs(const void *batch, cudaStream_t stream);
 

@@ -14,13 +14,15 @@
 //   producer warpgroup, warp 1: the same stages' scales (A's for the tile's 128 rows, B's
 //     128×128 block) by cp.async into the stage's StageScales; its 32 lanes are the other
 //     arrivals the "full" barrier waits for.
-//   consumers (warpgroups 1 and 2, rows +0 and +64), two K blocks deep: wait "full", issue
-//     the block's four WGMMAs (K = 32 each) into one of two block accumulators and read its
-//     scales from shared memory; then wait for the previous block's WGMMAs, release that
-//     stage ("empty", one arrive per warp) and promote it: total += block · sa(row, kb) ·
-//     sb(n-block, kb) (128×128 B scales; 1 otherwise).
-//   epilogue: B's per-row or per-tensor scale, rounding to BF16/FP16, bounds-checked
-//     stores straight from registers.
+//   consumers (warpgroups 1 and 2, rows +0 and +64), one K block at a time: wait "full",
+//     issue the block's four WGMMAs (K = 32 each) into the block accumulator, read its
+//     scales from shared memory while they run, wait for them, release the stage ("empty",
+//     one arrive per warp) and promote: total += block · sa(row, kb) · sb(n-block, kb)
+//     (128×128 B scales; 1 otherwise). While one warpgroup promotes, the other's WGMMAs
+//     keep the tensor cores busy.
+//   epilogue: B's per-row or per-tensor scale, rounding to BF16/FP16, the warpgroup's rows
+//     staged in shared memory and written out in 16-byte pieces (direct stores from
+//     registers for FP32 outputs or rows that are not 16-byte aligned).
 //
 // The host side (gemmd_gpu_gemm_prepare) picks tile_n and writes, into the batch before its
 // upload, two tensor maps per group (A in the batch's A arena, B wherever the weight
@@ -40,15 +42,20 @@
 #include "kernels/gpu_gemm_kernels.h"
 #include "kernels/sm90_wgmma_ops.cuh"
 
-// Timing probes (kernels:gemm_bench_probe{1,2,3}, docs/bench/kernels.md), to place the time
+// Timing probes (kernels:gemm_bench_probe{1..6}, docs/bench/kernels.md), to place the time
 // of one K block without hardware counters. Their results are wrong by design:
 //   1: B is loaded only in a tile's first K block (half the bytes from L2 at width 128);
 //   2: no WGMMAs (the ring's load rate alone);
 //   3: nothing is loaded after the ring's first pass (the consumers' rate alone);
 //   4: as 3, and no promotion (the WGMMAs' rate alone; one register is promoted);
-//   5: no output stores (what the epilogue's stores cost per tile).
+//   5: no output stores (what the epilogue's stores cost per tile);
+//   6: as 4, plus as many FFMAs as the promotion on registers no WGMMA writes.
 #ifndef GEMMD_WGMMA_PROBE
 #define GEMMD_WGMMA_PROBE 0
+#endif
+// The epilogue's staged rows go out as bulk copies (TMA) instead of 16-byte stores.
+#ifndef GEMMD_WGMMA_BULK_STORE
+#define GEMMD_WGMMA_BULK_STORE 0
 #endif
 
 namespace {
@@ -120,7 +127,7 @@ __device__ __forceinline__ void st_shared_u32(void *p, uint32_t v) {
   asm volatile("st.shared.u32 [%0], %1;" ::"r"(smem_addr(p)), "r"(v) : "memory");
 }
 
-__device__ __forceinline__ uint4 ld_shared_v4(const void *p) {
+[[maybe_unused]] __device__ __forceinline__ uint4 ld_shared_v4(const void *p) {
   uint4 v;
   asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
@@ -229,6 +236,25 @@ __device__ __forceinline__ void cp_async_arrive(uint64_t *bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
 
+#if GEMMD_WGMMA_BULK_STORE
+// Bulk copies from shared to global memory (the epilogue's rows): issued by one thread,
+// performed by the TMA unit while the thread goes on. A thread's copies form bulk groups.
+__device__ __forceinline__ void bulk_store(void *dst, const void *src, uint32_t bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst), "r"(smem_addr(src)),
+               "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+// This thread's bulk copies have read their shared memory (it may be overwritten).
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+// This thread's bulk copies are complete (written to global memory).
+__device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+// Orders this thread's shared-memory writes before later reads by the async proxy (TMA).
+__device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+#else
+__device__ __forceinline__ void bulk_wait_all() {}
+#endif
+
 // ---- WGMMA ---------------------------------------------------------------------------------
 
 // Shared-memory matrix descriptor: K-major rows of 128 bytes, 128-byte swizzle, 8-row
@@ -318,7 +344,7 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
     for (uint32_t kb = 0; kb < kblocks; kb++) {
       mbar_wait(&bars.empty[stage], phase ^ 1);
       uint8_t *dst = ring + stage * R::kStageBytes;
-      if ((GEMMD_WGMMA_PROBE == 3 || GEMMD_WGMMA_PROBE == 4) && loads >= R::kStages) {
+      if ((GEMMD_WGMMA_PROBE == 3 || GEMMD_WGMMA_PROBE == 4 || GEMMD_WGMMA_PROBE == 6) && loads >= R::kStages) {
         mbar_arrive(&bars.full[stage]);
       } else if (GEMMD_WGMMA_PROBE == 1 && kb > 0) {
         mbar_arrive_expect_tx(&bars.full[stage], a_box_rows(g.m) * BK);
@@ -360,7 +386,7 @@ __device__ __forceinline__ void load_scales(const BatchView &v, uint8_t *ring, B
                           : nullptr;
     for (uint32_t kb = 0; kb < kblocks; kb++) {
       mbar_wait(&bars.empty[stage], phase ^ 1);
-      if ((GEMMD_WGMMA_PROBE == 3 || GEMMD_WGMMA_PROBE == 4) && loads >= R::kStages) {
+      if ((GEMMD_WGMMA_PROBE == 3 || GEMMD_WGMMA_PROBE == 4 || GEMMD_WGMMA_PROBE == 6) && loads >= R::kStages) {
         mbar_arrive(&bars.full[stage]);
       } else {
         StageScales &dst = R::scales(ring, stage);
@@ -378,17 +404,9 @@ __device__ __forceinline__ void load_scales(const BatchView &v, uint8_t *ring, B
   }
 }
 
-// A consumer warpgroup's place in the ring, and the K block whose WGMMAs are in flight.
-struct Pipe {
-  uint32_t stage, phase;
-  uint32_t prev_stage;
-  float prev_s0, prev_s1;  // that block's scales for rows row0, row1
-  bool has_prev;
-};
-
 template <uint32_t R>
 __device__ __forceinline__ void promote(float (&total)[R], const float (&blk)[R], float s0, float s1) {
-  if constexpr (GEMMD_WGMMA_PROBE != 4) {
+  if constexpr (GEMMD_WGMMA_PROBE != 4 && GEMMD_WGMMA_PROBE != 6) {
 #pragma unroll
     for (uint32_t j = 0; j < R / 4; j++) {
       total[j * 4 + 0] += blk[j * 4 + 0] * s0;
@@ -399,42 +417,43 @@ __device__ __forceinline__ void promote(float (&total)[R], const float (&blk)[R]
   } else {
     total[0] += blk[0] * s0;  // keeps the WGMMAs (ptxas drops those whose results are unused)
   }
+  if constexpr (GEMMD_WGMMA_PROBE == 6) {
+    // As many FFMAs as the promotion, on registers no WGMMA writes: is their cost the
+    // instructions themselves or reading the accumulators the tensor cores write?
+#pragma unroll
+    for (uint32_t j = 0; j < R; j++) total[j] = total[j] * s0 + s1;
+  }
 }
 
-// One K block, two deep: wait for its stage, issue its WGMMAs into `cur` and read its
-// scales (row `r` of the tile and r + 8; B's block scale if `b_block`), then wait for the
-// previous block's WGMMAs (in `prev`), release that block's stage and promote it, so the
-// tensor cores work on this block while the CUDA cores promote the last.
+// One K block: wait for its stage, issue its WGMMAs into `blk` and read its scales (row
+// `r` of the tile and r + 8; B's block scale if `b_block`) while they run, wait for them,
+// release the stage and promote: total += blk · sa · sb. One block in flight per consumer
+// warpgroup: while one promotes, the other's WGMMAs keep the tensor cores busy. (Two
+// blocks in flight, promoting the last while the next runs, needs a third accumulator
+// array; it was slower nearly everywhere: v10 in docs/bench/kernels.md.)
 template <uint32_t BN, bool kAE5M2, bool kBE5M2>
-__device__ __forceinline__ void pipelined_block(float (&total)[BN / 2], float (&cur)[BN / 2], float (&prev)[BN / 2],
-                                                Pipe &p, uint8_t *ring, Barriers &bars, uint32_t wg, uint32_t r,
-                                                bool b_block) {
+__device__ __forceinline__ void k_block(float (&total)[BN / 2], float (&blk)[BN / 2], uint32_t &stage, uint32_t &phase,
+                                        uint8_t *ring, Barriers &bars, uint32_t wg, uint32_t r, bool b_block) {
   using R = Ring<BN>;
-  mbar_wait(&bars.full[p.stage], p.phase);
-  const uint8_t *tile = ring + p.stage * R::kStageBytes;
-  issue_block<BN, kAE5M2, kBE5M2>(cur, tile + wg * 64 * BK, tile + kStageA);
-  const StageScales &sc = R::scales(ring, p.stage);
+  mbar_wait(&bars.full[stage], phase);
+  const uint8_t *tile = ring + stage * R::kStageBytes;
+  issue_block<BN, kAE5M2, kBE5M2>(blk, tile + wg * 64 * BK, tile + kStageA);
+  const StageScales &sc = R::scales(ring, stage);
   const float sb = b_block ? ld_shared_f32(&sc.b) : 1.0f;
   const float s0 = ld_shared_f32(&sc.a[r]) * sb, s1 = ld_shared_f32(&sc.a[r + 8]) * sb;
-  if (p.has_prev) {
-    wgmma_wait<1>();
-    release_stage(&bars.empty[p.prev_stage]);
-    promote(total, prev, p.prev_s0, p.prev_s1);
-  }
-  p.has_prev = true;
-  p.prev_stage = p.stage;
-  p.prev_s0 = s0;
-  p.prev_s1 = s1;
-  if (++p.stage == R::kStages) {
-    p.stage = 0;
-    p.phase ^= 1;
+  wgmma_wait<0>();
+  release_stage(&bars.empty[stage]);
+  promote(total, blk, s0, s1);
+  if (++stage == R::kStages) {
+    stage = 0;
+    phase ^= 1;
   }
 }
 
 // One tile for consumer warpgroup `wg` (rows +64·wg of the tile).
 template <uint32_t BN, bool kAE5M2, bool kBE5M2>
 __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_group_params_t &g, const TileRef &tr,
-                                             uint8_t *ring, Barriers &bars, uint32_t &stage, uint32_t &phase,
+                                             bool tr_last, uint8_t *ring, Barriers &bars, uint32_t &stage, uint32_t &phase,
                                              uint32_t wg) {
   using R = Ring<BN>;
   constexpr uint32_t kRegs = BN / 2;
@@ -450,31 +469,21 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
         phase ^= 1;
       }
     }
+    if (GEMMD_WGMMA_BULK_STORE && tr_last) bulk_wait_all();  // earlier tiles' rows
     return;
   }
   const uint32_t row0 = tr.m0 + wg * 64 + warp * 16 + lane / 4, row1 = row0 + 8;
   const uint32_t r = row0 - tr.m0;  // the tile's row, for the stage's scales
   const bool b_block = g.b_layout == GEMMD_SCALE_BLOCK_128X128;
-  float total[kRegs], acc0[kRegs], acc1[kRegs];
+  float total[kRegs], blk0[kRegs], blk1[kRegs];
 #pragma unroll
   for (uint32_t i = 0; i < kRegs; i++) total[i] = 0.0f;
-  // Two deep: block kb's WGMMAs run while block kb-1 is promoted (three accumulator arrays
-  // of BN/2 registers: at BN = 128 the loop has little room beside them, so the group's
-  // fields are re-read from the table after it).
-  Pipe p = {stage, phase, 0, 0.0f, 0.0f, false};
+  // Two K blocks per iteration, into two accumulator arrays that take turns: the same work
+  // as one array, but ptxas schedules it better (v10 vs v10a in docs/bench/kernels.md).
   for (uint32_t kb = 0; kb < kblocks; kb += 2) {
-    pipelined_block<BN, kAE5M2, kBE5M2>(total, acc0, acc1, p, ring, bars, wg, r, b_block);
-    if (kb + 1 < kblocks) pipelined_block<BN, kAE5M2, kBE5M2>(total, acc1, acc0, p, ring, bars, wg, r, b_block);
+    k_block<BN, kAE5M2, kBE5M2>(total, blk0, stage, phase, ring, bars, wg, r, b_block);
+    if (kb + 1 < kblocks) k_block<BN, kAE5M2, kBE5M2>(total, blk1, stage, phase, ring, bars, wg, r, b_block);
   }
-  wgmma_wait<0>();
-  release_stage(&bars.empty[p.prev_stage]);
-  if (kblocks % 2 == 1) {
-    promote(total, acc0, p.prev_s0, p.prev_s1);
-  } else {
-    promote(total, acc1, p.prev_s0, p.prev_s1);
-  }
-  stage = p.stage;
-  phase = p.phase;
   // Epilogue: accumulator element j*4 + {0,1} is (row0, col), {2,3} is (row1, col), with
   // col = n0 + 8j + 2·(lane % 4) + {0, 1}. The group's fields are copied out of the table
   // first: D may alias it as far as the compiler knows, so every store would otherwise
@@ -503,6 +512,12 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
     using R = Ring<BN>;
     uint8_t *stage_out = R::out_staging(ring) + wg * 64 * R::kOutPitch;
     const uint32_t r0 = warp * 16 + lane / 4;  // row0 within the warpgroup's 64
+#if GEMMD_WGMMA_BULK_STORE
+    // The rows go out as bulk copies (one per row, issued by threads 0..63, done by the TMA
+    // unit), so the warpgroup starts its next tile while they drain; before the staging
+    // area is written again, the copies of the last tile must have read it.
+    bulk_wait_read();
+#endif
     warpgroup_sync(wg);  // the last tile's staged rows have all been written out
 #pragma unroll
     for (uint32_t j = 0; j < kRegs / 4; j++) {
@@ -513,9 +528,24 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
       st_shared_u32(stage_out + r0 * R::kOutPitch + c * 2, gemmd_pack_pair(out_dtype, t[0] * c0, t[1] * c1));
       st_shared_u32(stage_out + (r0 + 8) * R::kOutPitch + c * 2, gemmd_pack_pair(out_dtype, t[2] * c0, t[3] * c1));
     }
+    const uint32_t row_base = tr.m0 + wg * 64;
+#if GEMMD_WGMMA_BULK_STORE
+    fence_async_shared();
+    warpgroup_sync(wg);
+    if (tid < 64) {
+      const uint32_t row = row_base + tid;
+      if (row < m) {
+        const uint32_t cols = min(BN, n - tr.n0);  // a multiple of 8: 16-byte pieces
+        bulk_store(D + ((size_t)row * n + tr.n0) * 2, stage_out + tid * R::kOutPitch, cols * 2);
+      }
+      bulk_commit();
+      // The CTA's last tile: its rows are written before the CTA exits (its shared memory
+      // must outlive the copies).
+      if (tr_last) bulk_wait_all();
+    }
+#else
     warpgroup_sync(wg);
     constexpr uint32_t kChunks = BN / 8;  // 16-byte pieces per row
-    const uint32_t row_base = tr.m0 + wg * 64;
 #pragma unroll 4
     for (uint32_t i = tid; i < 64 * kChunks; i += 128) {
       const uint32_t r = i / kChunks, ch = i % kChunks, row = row_base + r, col = tr.n0 + ch * 8;
@@ -524,6 +554,7 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
         *reinterpret_cast<uint4 *>(D + ((size_t)row * n + col) * 2) = piece;
       }
     }
+#endif
     return;
   }
   // Direct from registers (FP32 out, or rows not 16-byte aligned): each pair of columns
@@ -543,25 +574,28 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
       if (row1 < m) gemmd_store_out(D, out_dtype, (size_t)row1 * n + col, t[2] * c0);
     }
   }
+  if (GEMMD_WGMMA_BULK_STORE && tr_last) bulk_wait_all();  // earlier tiles' rows
 }
 
 template <uint32_t BN>
 __device__ __forceinline__ void consume(const BatchView &v, uint8_t *ring, Barriers &bars, uint32_t wg) {
   uint32_t stage = 0, phase = 0;
+
   for (uint32_t t = blockIdx.x; t < v.total_tiles; t += gridDim.x) {
     const TileRef tr = locate<BN>(v.table, v.starts, v.n_groups, t);
+    const bool last = t + gridDim.x >= v.total_tiles;  // the CTA's last tile
     // By reference: the fields are read from the table (L1) where used, not held in
     // registers through the K loop.
     const gemmd_group_params_t &g = v.table[tr.group];
     const bool ae5 = g.a_dtype == GEMMD_DTYPE_FP8_E5M2, be5 = g.b_dtype == GEMMD_DTYPE_FP8_E5M2;
     if (!ae5 && !be5) {
-      consume_tile<BN, false, false>(v, g, tr, ring, bars, stage, phase, wg);
+      consume_tile<BN, false, false>(v, g, tr, last, ring, bars, stage, phase, wg);
     } else if (!ae5 && be5) {
-      consume_tile<BN, false, true>(v, g, tr, ring, bars, stage, phase, wg);
+      consume_tile<BN, false, true>(v, g, tr, last, ring, bars, stage, phase, wg);
     } else if (ae5 && !be5) {
-      consume_tile<BN, true, false>(v, g, tr, ring, bars, stage, phase, wg);
+      consume_tile<BN, true, false>(v, g, tr, last, ring, bars, stage, phase, wg);
     } else {
-      consume_tile<BN, true, true>(v, g, tr, ring, bars, stage, phase, wg);
+      consume_tile<BN, true, true>(v, g, tr, last, ring, bars, stage, phase, wg);
     }
   }
 }
@@ -623,13 +657,16 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
   const uint32_t wg = threadIdx.x / 128 - 1;
   switch (tile_n) {
     case 128:
-      return consume<128>(v, ring, bars, wg);
+      consume<128>(v, ring, bars, wg);
+      break;
     case 64:
-      return consume<64>(v, ring, bars, wg);
+      consume<64>(v, ring, bars, wg);
+      break;
     case 32:
-      return consume<32>(v, ring, bars, wg);
+      consume<32>(v, ring, bars, wg);
+      break;
     default:
-      return consume<16>(v, ring, bars, wg);
+      consume<16>(v, ring, bars, wg);
   }
 }
 

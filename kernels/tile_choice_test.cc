@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "kernels/errors.h"
 #include "kernels/gpu_gemm.h"
 #include "kernels/testutil.h"
 
@@ -55,6 +56,21 @@ int main() {
   // choice is the default width.
   TEST_CHECK(choose(4, 8, 2112, 7168, GEMMD_DTYPE_FP32) == 128, "FP32-only batch");
   TEST_CHECK(choose(0, 1, 1, 1, GEMMD_DTYPE_BF16) == 128, "empty batch");
+  // The launches a batch needs: one kind of output skips the other kind's kernel.
+  {
+    gemmd_group_params_t t[3] = {};
+    t[0].out_dtype = GEMMD_DTYPE_BF16, t[1].out_dtype = GEMMD_DTYPE_FP16, t[2].out_dtype = GEMMD_DTYPE_FP32;
+    TEST_CHECK(gemmd_gpu_gemm_parts(t, 2) == GEMMD_GPU_PART_HALF_OUT, "half outputs only");
+    TEST_CHECK(gemmd_gpu_gemm_parts(t + 2, 1) == GEMMD_GPU_PART_FP32_OUT, "FP32 outputs only");
+    TEST_CHECK(gemmd_gpu_gemm_parts(t, 3) == GEMMD_GPU_PARTS_ALL, "both");
+    TEST_CHECK(gemmd_gpu_gemm_parts(t, 0) == 0, "no groups");
+    // Nothing to launch returns before touching the device; bad masks are refused.
+    int dummy = 0;
+    TEST_CHECK(gemmd_gpu_gemm_parts_run(GEMMD_GPU_KERNEL_WGMMA, &dummy, 0, nullptr) == GEMMD_OK, "empty mask");
+    TEST_CHECK(gemmd_gpu_gemm_parts_run(GEMMD_GPU_KERNEL_SIMPLE, &dummy, 0, nullptr) == GEMMD_OK, "empty mask");
+    TEST_CHECK(gemmd_gpu_gemm_parts_run(GEMMD_GPU_KERNEL_WGMMA, &dummy, 8, nullptr) == GEMMD_EINVAL, "bad mask");
+    TEST_CHECK(gemmd_gpu_gemm_parts_run(GEMMD_GPU_KERNEL_WGMMA, nullptr, 1, nullptr) == GEMMD_EINVAL, "no batch");
+  }
   std::printf("tile_choice_test: %zu shapes, %d wrong\n", sizeof cases / sizeof cases[0], bad);
   return bad == 0 ? 0 : 1;
 }

@@ -101,19 +101,26 @@ class Correctness(unittest.TestCase):
 
     def test_many_weights_batch_together(self):
         """Concurrent requests against 24 weights: right answers, batches with several groups."""
+        # Its own gemmd with a batching delay: on a fast GPU each batch may finish before
+        # the next request comes, and nothing would wait to be batched.
+        with H.Gemmd("--max-batch-delay-us", "2000") as d:
+            self.many_weights_batch_together(d)
+
+    def many_weights_batch_together(self, d):
         pb = self.pb
         k = 256
+        stub = d.stub()
         weights = []
         for i in range(24):
             b = H.make_matrix(pb, self.rng, 64 + i, k, H.DT_E4M3, H.SL_128X128)
-            info = self.stub.RegisterWeight(iter([pb.RegisterWeightRequest(name="batch-%d" % i, weight=b)]))
+            info = stub.RegisterWeight(iter([pb.RegisterWeightRequest(name="batch-%d" % i, weight=b)]))
             weights.append((info, b))
         errors, groups, requests = [], [], []
         lock = threading.Lock()
 
         def worker(seed):
             rng = np.random.default_rng(seed)
-            stub = self.d.stub()
+            stub = d.stub()
             for j in range(12):
                 info, b = weights[rng.integers(len(weights))]
                 a = H.make_matrix(pb, rng, int(rng.integers(1, 9)), k, H.DT_E4M3, H.SL_1X128)
@@ -135,7 +142,7 @@ class Correctness(unittest.TestCase):
         self.assertGreater(max(requests), 1, "no batch held more than one request")
         self.assertGreater(max(groups), 1, "no batch held more than one weight")
         for info, _ in weights:
-            self.stub.UnregisterWeight(pb.UnregisterWeightRequest(name=info.name))
+            stub.UnregisterWeight(pb.UnregisterWeightRequest(name=info.name))
 
     def test_same_weight_requests_stack_into_one_group(self):
         pb = self.pb

@@ -79,6 +79,14 @@ class Metrics(unittest.TestCase):
                 "to_engine", "host_staging", "device", "completion_notice", "to_loop", "answer")))
             self.assertTrue(all(v >= 0 for v in stages.values()), stages)
             self.assertGreater(stages['gemmd_batch_stage_seconds_total{stage="device"}'], 0)
+            # The GEMM kernels' own time is part of the device stage: timed on the GPU
+            # (events inside the batch's graph), 0 on the CPU backend.
+            gemm = s["gemmd_batch_gemm_seconds_total"]
+            self.assertLessEqual(gemm, stages['gemmd_batch_stage_seconds_total{stage="device"}'])
+            if H.BACKEND == "cuda":
+                self.assertGreater(gemm, 0)
+            else:
+                self.assertEqual(gemm, 0)
 
 
 class Endpoints(unittest.TestCase):

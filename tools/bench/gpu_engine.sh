@@ -35,6 +35,19 @@ check() { # the last step's status; on failure, what gemmd said
     timeout -s KILL 5 gemmctl --addr "$grpc" stats 2>&1 | grep -iE 'queue|inflight|batches|fail' | sed 's/^/    /'
   fi
 }
+stage_report() { # arg: label. Where the batches' time went (means per batch, from /metrics)
+  timeout -s KILL 10 python3 - "$metrics" "$1" <<'PY'
+import re, sys, urllib.request
+body = urllib.request.urlopen("http://%s/metrics" % sys.argv[1], timeout=5).read().decode()
+n = float(re.search(r"^gemmd_batch_stage_batches_total (\S+)", body, re.M).group(1))
+st = re.findall(r'^gemmd_batch_stage_seconds_total\{stage="([a-z_]+)"\} (\S+)', body, re.M)
+gemm = float(re.search(r"^gemmd_batch_gemm_seconds_total (\S+)", body, re.M).group(1))
+print("%s stages over %d batches: " % (sys.argv[2], n) +
+      "  ".join("%s %.1f" % (k, float(v) / n * 1e6) for k, v in st) +
+      "  | sum %.1f" % (sum(float(v) for _, v in st) / n * 1e6) +
+      "  | of device, GEMM kernels %.1f" % (gemm / n * 1e6))
+PY
+}
 if [[ " $parts " == *" graphs "* ]]; then
 echo "## graph replay vs eager, per batch"
 for mode in on off; do
@@ -50,6 +63,7 @@ for kernel in gemmd wgmma cublaslt; do
   echo "### kernel $kernel"
   timeout -s KILL $((secs + 15)) gemmctl --addr "unix://$sock" bench --transport shm --shape 8x7168x2048 \
     --concurrency 1 --duration "$secs" --warmup 1 --quiet | sed 's/^/shm  /'; check
+  stage_report "shm $kernel"; check
   timeout -s KILL $((secs + 15)) gemmctl --addr "$grpc" bench --shape 8x7168x2048 --concurrency 1 \
     --duration "$secs" --warmup 1 --quiet | tail -n 1 | sed 's/^/grpc /'; check
   stop
@@ -61,15 +75,7 @@ for spin in 0 200; do
   start --engine-spin-us "$spin"
   timeout -s KILL $((secs + 15)) gemmctl --addr "unix://$sock" bench --transport shm --shape 8x7168x2048 \
     --concurrency 1 --duration "$secs" --warmup 1 --quiet | sed "s/^/spin=$spin shm  /"; check
-  timeout -s KILL 10 python3 - "$metrics" "$spin" <<'PY'
-import re, sys, urllib.request
-body = urllib.request.urlopen("http://%s/metrics" % sys.argv[1], timeout=5).read().decode()
-n = float(re.search(r"^gemmd_batch_stage_batches_total (\S+)", body, re.M).group(1))
-st = re.findall(r'^gemmd_batch_stage_seconds_total\{stage="([a-z_]+)"\} (\S+)', body, re.M)
-print("spin=%s stages over %d batches: " % (sys.argv[2], n) +
-      "  ".join("%s %.1f" % (k, float(v) / n * 1e6) for k, v in st) +
-      "  | sum %.1f" % (sum(float(v) for _, v in st) / n * 1e6))
-PY
+  stage_report "spin=$spin"
   check
   stop
 done
