@@ -25,6 +25,10 @@ for t in "${targets[@]}"; do
   path="bazel-bin/$(echo "${t#//}" | tr ':' '/')"
   cp "$path" .gpu/bin/
 done
+# Without their host debug sections (the device tool carries 64 MiB at most); the kernels'
+# device code is untouched.
+chmod u+w .gpu/bin/*
+strip --strip-debug .gpu/bin/*
 # Shared libraries from Debian that the GPU machine (Ubuntu) may lack or have in other
 # versions: everything ldd names except the C runtime and CUDA's own.
 for bin in .gpu/bin/*; do

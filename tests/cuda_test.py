@@ -60,7 +60,7 @@ class CudaEngine(unittest.TestCase):
         for resp in stub.GemmStream(iter(reqs)):
             self.assertEqual(resp.error_code, 0, resp.error_message)
             a, b, out = refs[resp.request_id]
-            err = H.rel_error(H.decode_output(resp.d), H.reference(a, b))
+            err = H.output_error(H.decode_output(resp.d), H.reference(a, b), out)
             self.assertLessEqual(err, H.TOLERANCE[out], "request %d" % resp.request_id)
             groups.append(resp.stats.batch_groups)
         self.assertEqual(len(groups), len(reqs))

@@ -29,7 +29,7 @@ class Correctness(unittest.TestCase):
         self.assertEqual(resp.d.rows, a.rows)
         self.assertEqual(resp.d.cols, b.rows)
         self.assertEqual(resp.d.dtype, out if out != pb.DTYPE_UNSPECIFIED else pb.DTYPE_BF16)
-        err = H.rel_error(H.decode_output(resp.d), H.reference(a, b))
+        err = H.output_error(H.decode_output(resp.d), H.reference(a, b), resp.d.dtype)
         tol = H.TOLERANCE[resp.d.dtype]
         self.assertLessEqual(err, tol, "%dx%dx%d A=%d/%d B=%d/%d out=%d: error %.3g > %g" % (
             a.rows, b.rows, a.cols, a.dtype, a.scale_layout, b.dtype, b.scale_layout, out, err, tol))

@@ -343,6 +343,17 @@ def rel_error(out, ref):
     return np.linalg.norm(out - ref) / den if den > 0 else np.linalg.norm(out)
 
 
+def output_error(out, ref, dtype):
+    """rel_error of an output of `dtype`, forgiving what rounding to FP16's subnormals must
+    lose: up to 2^-25 per element (half the subnormal spacing), however small the value, so
+    a tiny result (a 1x1x1 product of small draws) is not a relative-error failure."""
+    out, ref = np.asarray(out, np.float64), np.asarray(ref, np.float64)
+    slack = 2.0 ** -25 * np.sqrt(out.size) if dtype == DT_FP16 else 0.0
+    den = np.linalg.norm(ref)
+    diff = max(0.0, np.linalg.norm(out - ref) - slack)
+    return diff / den if den > 0 else diff
+
+
 def decode_output(matrix):
     return decode(matrix.dtype, matrix.data, matrix.rows, matrix.cols)
 

@@ -73,7 +73,7 @@ class Correctness(unittest.TestCase):
                             self.assertEqual(comp.d_bytes, d_bytes)
                             got = H.decode_output(result_matrix(pb, c, comp, d_off, m, n, out))
                             tol = H.TOLERANCE[out or pb.DTYPE_BF16]
-                            err = H.rel_error(got, H.reference(a, b))
+                            err = H.output_error(got, H.reference(a, b), out or pb.DTYPE_BF16)
                             self.assertLessEqual(err, tol, "case %d A=%d/%d B=%d/%d out=%d" % (
                                 i, adt, al, bdt, bl, out))
 
