@@ -53,9 +53,10 @@
 #ifndef GEMMD_WGMMA_PROBE
 #define GEMMD_WGMMA_PROBE 0
 #endif
-// The epilogue's staged rows go out as bulk copies (TMA) instead of 16-byte stores.
-#ifndef GEMMD_WGMMA_BULK_STORE
-#define GEMMD_WGMMA_BULK_STORE 0
+// Experiment: the epilogue's staged tile goes out by TMA tensor stores (a third tensor map
+// per group, for D) instead of 16-byte stores.
+#ifndef GEMMD_WGMMA_TMA_STORE
+#define GEMMD_WGMMA_TMA_STORE 0
 #endif
 
 namespace {
@@ -84,10 +85,19 @@ template <uint32_t BN>
 struct Ring {
   static constexpr uint32_t kStageBytes = kStageA + BN * BK;
   static constexpr uint32_t kPerStage = kStageBytes + sizeof(StageScales);
+#if GEMMD_WGMMA_TMA_STORE
+  // The output staging area, per consumer warpgroup: BN / kBoxCols boxes of 64 rows ×
+  // kBoxCols 2-byte values, dense and swizzled as D's tensor map reads them (1024-aligned).
+  static constexpr uint32_t kBoxCols = BN < 64 ? BN : 64;
+  static constexpr uint32_t kBoxBytes = 64 * kBoxCols * 2;
+  static constexpr uint32_t kOutWgBytes = 64 * BN * 2;
+  static constexpr uint32_t kOutBytes = 2 * kOutWgBytes + 1024;
+#else
   // The output staging area: the tile's 128 rows of BN 2-byte values, each row padded by
   // 16 bytes so a warp's pair writes (8 rows × 4 pairs) fall in 32 different banks.
   static constexpr uint32_t kOutPitch = BN * 2 + 16;
   static constexpr uint32_t kOutBytes = BM * kOutPitch;
+#endif
   static constexpr uint32_t kStages = (kRingBytes - kOutBytes) / kPerStage < kMaxStages
                                           ? (kRingBytes - kOutBytes) / kPerStage
                                           : kMaxStages;
@@ -96,7 +106,12 @@ struct Ring {
     return reinterpret_cast<StageScales *>(ring + kStages * kStageBytes)[stage];
   }
   __device__ static uint8_t *out_staging(uint8_t *ring) {
+#if GEMMD_WGMMA_TMA_STORE
+    const uint32_t at = kStages * kStageBytes + kStages * sizeof(StageScales);
+    return ring + (at + 1023) / 1024 * 1024;
+#else
     return ring + kStages * kStageBytes + kStages * sizeof(StageScales);
+#endif
   }
   static_assert(kStages * kPerStage + kOutBytes <= kRingBytes, "the ring fits");
   static_assert(kStageBytes % 1024 == 0, "128B-swizzled tiles are 1024-byte aligned");
@@ -106,6 +121,8 @@ constexpr uint32_t kSmemBytes = kRingBytes + 1024 /* alignment */;
 
 static_assert(BK == GEMMD_SCALE_BLOCK, "promotion once per scale block");
 static_assert(GEMMD_GPU_TMAP_BYTES == 128, "a CUtensorMap is 128 bytes");
+// Tensor maps per group in the batch's scheduling area: A, B (and D with TMA stores).
+constexpr uint32_t kMapsPerGroup = GEMMD_WGMMA_TMA_STORE ? 3 : 2;
 
 // Rows of A one TMA box brings: all 128 for big groups; for a small group only its rows
 // rounded up to 8 (one swizzle atom), so a decode batch does not stream zeros into shared
@@ -236,21 +253,28 @@ __device__ __forceinline__ void cp_async_arrive(uint64_t *bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
 
-#if GEMMD_WGMMA_BULK_STORE
-// Bulk copies from shared to global memory (the epilogue's rows): issued by one thread,
-// performed by the TMA unit while the thread goes on. A thread's copies form bulk groups.
-__device__ __forceinline__ void bulk_store(void *dst, const void *src, uint32_t bytes) {
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst), "r"(smem_addr(src)),
-               "r"(bytes)
+#if GEMMD_WGMMA_TMA_STORE
+// A box of D from shared memory to columns x.., rows y.. of the map's tensor (TMA; rows
+// and columns past the tensor are not written). The issuing thread's stores form bulk
+// groups.
+__device__ __forceinline__ void tma_store_2d(const void *tmap, const void *src, uint32_t x, uint32_t y) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];" ::"l"(tmap), "r"(x),
+               "r"(y), "r"(smem_addr(src))
                : "memory");
 }
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
-// This thread's bulk copies have read their shared memory (it may be overwritten).
+// This thread's bulk stores have read their shared memory (it may be overwritten).
 __device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
-// This thread's bulk copies are complete (written to global memory).
+// This thread's bulk stores are complete (written to global memory).
 __device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
 // Orders this thread's shared-memory writes before later reads by the async proxy (TMA).
 __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// Byte offset of `off` in a box swizzled as the tensor map's SWIZZLE_{32,64,128}B for rows
+// of `row_bytes` (32, 64 or 128): 16-byte chunk bits XOR the 128-byte line bits.
+__device__ __forceinline__ uint32_t swizzled(uint32_t off, uint32_t row_bytes) {
+  const uint32_t mask = row_bytes / 16 - 1;
+  return off ^ (((off >> 7) & mask) << 4);
+}
 #else
 __device__ __forceinline__ void bulk_wait_all() {}
 #endif
@@ -332,7 +356,7 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
   uint32_t stage = 0, phase = 0, last_group = 0xFFFFFFFFu, loads = 0;
   for (uint32_t t = blockIdx.x; t < v.total_tiles; t += gridDim.x) {
     const TileRef tr = locate<BN>(v.table, v.starts, v.n_groups, t);
-    const uint8_t *tm_a = v.tmaps + (size_t)tr.group * 2 * GEMMD_GPU_TMAP_BYTES;
+    const uint8_t *tm_a = v.tmaps + (size_t)tr.group * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES;
     const uint8_t *tm_b = tm_a + GEMMD_GPU_TMAP_BYTES;
     if (tr.group != last_group) {
       tmap_acquire(tm_a);
@@ -469,7 +493,7 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
         phase ^= 1;
       }
     }
-    if (GEMMD_WGMMA_BULK_STORE && tr_last) bulk_wait_all();  // earlier tiles' rows
+    if (GEMMD_WGMMA_TMA_STORE && tid == 0 && tr_last) bulk_wait_all();  // earlier tiles' stores
     return;
   }
   const uint32_t row0 = tr.m0 + wg * 64 + warp * 16 + lane / 4, row1 = row0 + 8;
@@ -510,14 +534,42 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
     // from the accumulator layout touch 8 rows per instruction in 4-byte pieces and cost
     // half the time of short-K shapes (probe 5, docs/bench/kernels.md).
     using R = Ring<BN>;
-    uint8_t *stage_out = R::out_staging(ring) + wg * 64 * R::kOutPitch;
     const uint32_t r0 = warp * 16 + lane / 4;  // row0 within the warpgroup's 64
-#if GEMMD_WGMMA_BULK_STORE
-    // The rows go out as bulk copies (one per row, issued by threads 0..63, done by the TMA
-    // unit), so the warpgroup starts its next tile while they drain; before the staging
-    // area is written again, the copies of the last tile must have read it.
-    bulk_wait_read();
-#endif
+    const uint32_t row_base = tr.m0 + wg * 64;
+#if GEMMD_WGMMA_TMA_STORE
+    // The tile leaves by TMA stores that thread 0 issues and the TMA unit performs while
+    // the warpgroup goes on to its next tile; before the staging area is written again,
+    // the last tile's stores must have read it.
+    uint8_t *stage_out = R::out_staging(ring) + wg * R::kOutWgBytes;
+    constexpr uint32_t kRowBytes = R::kBoxCols * 2;
+    if (tid == 0) bulk_wait_read();
+    warpgroup_sync(wg);
+#pragma unroll
+    for (uint32_t j = 0; j < kRegs / 4; j++) {
+      const uint32_t c = 8 * j + 2 * (lane % 4);
+      float c0, c1;
+      col_scales(tr.n0 + c, c0, c1);
+      const float *t = total + j * 4;
+      const uint32_t box = (c / R::kBoxCols) * R::kBoxBytes, cb = (c % R::kBoxCols) * 2;
+      st_shared_u32(stage_out + swizzled(box + r0 * kRowBytes + cb, kRowBytes),
+                    gemmd_pack_pair(out_dtype, t[0] * c0, t[1] * c1));
+      st_shared_u32(stage_out + swizzled(box + (r0 + 8) * kRowBytes + cb, kRowBytes),
+                    gemmd_pack_pair(out_dtype, t[2] * c0, t[3] * c1));
+    }
+    fence_async_shared();
+    warpgroup_sync(wg);
+    if (tid == 0) {
+      const uint8_t *tm_d = v.tmaps + ((size_t)tr.group * kMapsPerGroup + 2) * GEMMD_GPU_TMAP_BYTES;
+      tmap_acquire(tm_d);
+#pragma unroll
+      for (uint32_t b = 0; b < BN / R::kBoxCols; b++) {
+        if (tr.n0 + b * R::kBoxCols < n) tma_store_2d(tm_d, stage_out + b * R::kBoxBytes, tr.n0 + b * R::kBoxCols, row_base);
+      }
+      bulk_commit();
+      if (tr_last) bulk_wait_all();  // the CTA's shared memory outlives its stores
+    }
+#else
+    uint8_t *stage_out = R::out_staging(ring) + wg * 64 * R::kOutPitch;
     warpgroup_sync(wg);  // the last tile's staged rows have all been written out
 #pragma unroll
     for (uint32_t j = 0; j < kRegs / 4; j++) {
@@ -528,22 +580,6 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
       st_shared_u32(stage_out + r0 * R::kOutPitch + c * 2, gemmd_pack_pair(out_dtype, t[0] * c0, t[1] * c1));
       st_shared_u32(stage_out + (r0 + 8) * R::kOutPitch + c * 2, gemmd_pack_pair(out_dtype, t[2] * c0, t[3] * c1));
     }
-    const uint32_t row_base = tr.m0 + wg * 64;
-#if GEMMD_WGMMA_BULK_STORE
-    fence_async_shared();
-    warpgroup_sync(wg);
-    if (tid < 64) {
-      const uint32_t row = row_base + tid;
-      if (row < m) {
-        const uint32_t cols = min(BN, n - tr.n0);  // a multiple of 8: 16-byte pieces
-        bulk_store(D + ((size_t)row * n + tr.n0) * 2, stage_out + tid * R::kOutPitch, cols * 2);
-      }
-      bulk_commit();
-      // The CTA's last tile: its rows are written before the CTA exits (its shared memory
-      // must outlive the copies).
-      if (tr_last) bulk_wait_all();
-    }
-#else
     warpgroup_sync(wg);
     constexpr uint32_t kChunks = BN / 8;  // 16-byte pieces per row
 #pragma unroll 4
@@ -574,7 +610,7 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
       if (row1 < m) gemmd_store_out(D, out_dtype, (size_t)row1 * n + col, t[2] * c0);
     }
   }
-  if (GEMMD_WGMMA_BULK_STORE && tr_last) bulk_wait_all();  // earlier tiles' rows
+  if (GEMMD_WGMMA_TMA_STORE && tid == 0 && tr_last) bulk_wait_all();  // earlier tiles' stores
 }
 
 template <uint32_t BN>
@@ -611,7 +647,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
   v.total_tiles = hdr->total_tiles;
   v.table = reinterpret_cast<const gemmd_group_params_t *>(batch + sizeof(gemmd_batch_header_t));
   v.tmaps = batch + hdr->sched_arena;
-  v.starts = reinterpret_cast<const uint32_t *>(v.tmaps + (size_t)v.n_groups * 2 * GEMMD_GPU_TMAP_BYTES);
+  v.starts = reinterpret_cast<const uint32_t *>(v.tmaps + (size_t)v.n_groups * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES);
   v.sa_arena = reinterpret_cast<const float *>(batch + hdr->sa_arena);
   v.d_arena = const_cast<uint8_t *>(batch) + hdr->d_arena;
   const uint32_t tile_n = hdr->tile_n;
@@ -696,6 +732,24 @@ bool encode(void *out, uint64_t addr, uint32_t cols, uint32_t ld, uint32_t rows,
                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+#if GEMMD_WGMMA_TMA_STORE
+// D's map for the TMA-store epilogue: n columns × m rows of 2-byte values (rows n apart), boxes
+// of 64 rows × min(tile_n, 64) columns, swizzled as the kernel stages them.
+bool encode_d(void *out, uint64_t addr, uint32_t n, uint32_t m, uint32_t tile_n) {
+  const uint32_t box_cols = tile_n < 64 ? tile_n : 64;
+  const cuuint64_t dims[2] = {n, m};
+  const cuuint64_t strides[1] = {(cuuint64_t)n * 2};
+  const cuuint32_t box[2] = {box_cols, 64};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  const CUtensorMapSwizzle swizzle = box_cols == 64   ? CU_TENSOR_MAP_SWIZZLE_128B
+                                     : box_cols == 32 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                                      : CU_TENSOR_MAP_SWIZZLE_32B;
+  return g_encode(static_cast<CUtensorMap *>(out), CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, reinterpret_cast<void *>(addr),
+                  dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                  CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+#endif
+
 int g_grid = 0;                // one CTA per SM
 
 int sm_count() {
@@ -744,7 +798,7 @@ uint32_t choose_tile_n(const gemmd_group_params_t *table, uint32_t n_groups, uin
 }  // namespace
 
 extern "C" uint64_t gemmd_gpu_gemm_sched_bytes(uint32_t n_groups) {
-  return (uint64_t)n_groups * 2 * GEMMD_GPU_TMAP_BYTES + 4ull * (n_groups + 1);
+  return (uint64_t)n_groups * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES + 4ull * (n_groups + 1);
 }
 
 extern "C" uint32_t gemmd_gpu_gemm_choose_tile_n(const gemmd_group_params_t *table, uint32_t n_groups,
@@ -768,7 +822,7 @@ extern "C" int gemmd_gpu_gemm_prepare_tile_n(gemmd_gpu_kernel_t kernel, void *ho
   auto *bytes = static_cast<uint8_t *>(host_batch);
   const auto *table = reinterpret_cast<const gemmd_group_params_t *>(bytes + sizeof *hdr);
   uint8_t *tmaps = bytes + hdr->sched_arena;
-  auto *starts = reinterpret_cast<uint32_t *>(tmaps + (size_t)hdr->n_groups * 2 * GEMMD_GPU_TMAP_BYTES);
+  auto *starts = reinterpret_cast<uint32_t *>(tmaps + (size_t)hdr->n_groups * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES);
   if (tile_n == 0) tile_n = choose_tile_n(table, hdr->n_groups, (uint32_t)sm_count());
   uint64_t tiles = 0;
   for (uint32_t g = 0; g < hdr->n_groups; g++) {
@@ -778,11 +832,19 @@ extern "C" int gemmd_gpu_gemm_prepare_tile_n(gemmd_gpu_kernel_t kernel, void *ho
     }
     starts[g] = static_cast<uint32_t>(tiles);
     if (!runs_here(p)) continue;
-    uint8_t *tm = tmaps + (size_t)g * 2 * GEMMD_GPU_TMAP_BYTES;
+    uint8_t *tm = tmaps + (size_t)g * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES;
     if (!encode(tm, dev_batch + hdr->a_arena + p.a_offset, p.k, p.lda, p.m, a_box_rows(p.m)) ||
         !encode(tm + GEMMD_GPU_TMAP_BYTES, p.b_data, p.k, p.ldb, p.n, tile_n)) {
       return GEMMD_EINVAL;
     }
+#if GEMMD_WGMMA_TMA_STORE
+    // D's map, for the groups whose epilogue stages (the kernel's condition: half output,
+    // rows a multiple of 16 bytes, D 16-byte aligned); the others store directly.
+    const uint64_t d_addr = dev_batch + hdr->d_arena + p.d_offset;
+    if (p.n % 8 == 0 && d_addr % 16 == 0 && !encode_d(tm + 2 * GEMMD_GPU_TMAP_BYTES, d_addr, p.n, p.m, tile_n)) {
+      return GEMMD_EINVAL;
+    }
+#endif
     tiles += (uint64_t)((p.m + BM - 1) / BM) * ((p.n + tile_n - 1) / tile_n);
     if (tiles > 0xFFFFFFFFull) return GEMMD_EINVAL;
   }
