@@ -53,6 +53,10 @@
 #ifndef GEMMD_WGMMA_PROBE
 #define GEMMD_WGMMA_PROBE 0
 #endif
+// Experiment: the producer prefetches the tensor maps of its next tile's group.
+#ifndef GEMMD_WGMMA_TMAP_PREFETCH
+#define GEMMD_WGMMA_TMAP_PREFETCH 0
+#endif
 // Experiment: the epilogue's staged tile goes out by TMA tensor stores (a third tensor map
 // per group, for D) instead of 16-byte stores.
 #ifndef GEMMD_WGMMA_TMA_STORE
@@ -234,6 +238,13 @@ __device__ __forceinline__ void tmap_acquire(const void *tmap) {
   asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(tmap) : "memory");
 }
 
+#if GEMMD_WGMMA_TMAP_PREFETCH
+// Brings a tensor map into the TMA unit's descriptor cache ahead of its first use.
+__device__ __forceinline__ void tmap_prefetch(const void *tmap) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(tmap) : "memory");
+}
+#endif
+
 // Rows y.. of the map's 2D tensor, bytes x.. of each, into `dst`; completion counted on `bar`.
 __device__ __forceinline__ void tma_load_2d(void *dst, const void *tmap, uint64_t *bar, uint32_t x, uint32_t y) {
   asm volatile(
@@ -363,6 +374,18 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
       tmap_acquire(tm_b);
       last_group = tr.group;
     }
+#if GEMMD_WGMMA_TMAP_PREFETCH
+    // The CTA's next tile, a whole tile ahead: when it is another group's (in a decode batch
+    // every tile is), its maps would otherwise be fetched on its first load.
+    if (t + gridDim.x < v.total_tiles) {
+      const uint32_t next_group = locate<BN>(v.table, v.starts, v.n_groups, t + gridDim.x).group;
+      if (next_group != tr.group) {
+        const uint8_t *next_a = v.tmaps + (size_t)next_group * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES;
+        tmap_prefetch(next_a);
+        tmap_prefetch(next_a + GEMMD_GPU_TMAP_BYTES);
+      }
+    }
+#endif
     const gemmd_group_params_t &g = v.table[tr.group];
     const uint32_t kblocks = gemmd_ceil_div(g.k, BK), bytes = (a_box_rows(g.m) + BN) * BK;
     for (uint32_t kb = 0; kb < kblocks; kb++) {
