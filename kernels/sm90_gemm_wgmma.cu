@@ -53,6 +53,11 @@
 #ifndef GEMMD_WGMMA_PROBE
 #define GEMMD_WGMMA_PROBE 0
 #endif
+// Experiment: 2-CTA clusters whose CTAs take consecutive tiles and multicast the operand
+// those share (B for tiles of one column, A for a group of one M tile).
+#ifndef GEMMD_WGMMA_CLUSTER
+#define GEMMD_WGMMA_CLUSTER 0
+#endif
 // Experiment: the producer prefetches the tensor maps of its next tile's group.
 #ifndef GEMMD_WGMMA_TMAP_PREFETCH
 #define GEMMD_WGMMA_TMAP_PREFETCH 0
@@ -177,11 +182,42 @@ __device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
 
+#if GEMMD_WGMMA_CLUSTER
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+
+// Every thread of both CTAs of the cluster meets here (memory ordered across them).
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+// An arrive on the barrier at the same shared-memory offset in the cluster's other CTA.
+__device__ __forceinline__ void mbar_arrive_peer(uint64_t *bar) {
+  asm volatile(
+      "{\n"
+      ".reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
+      "}\n" ::"r"(smem_addr(bar)),
+      "r"(cluster_rank() ^ 1u)
+      : "memory");
+}
+#endif
+
 // A consumer warp is done with a stage (its WGMMAs reading it have completed): one arrive
-// per warp, not per thread, so releasing a stage costs 8 arrives instead of 256.
+// per warp, not per thread (with clusters, on both CTAs' barriers: the stage may hold the
+// other CTA's multicast).
 __device__ __forceinline__ void release_stage(uint64_t *bar) {
   __syncwarp();
-  if (threadIdx.x % 32 == 0) mbar_arrive(bar);
+  if (threadIdx.x % 32 == 0) {
+    mbar_arrive(bar);
+#if GEMMD_WGMMA_CLUSTER
+    mbar_arrive_peer(bar);
+#endif
+  }
 }
 
 __device__ __forceinline__ uint64_t global_ns() {
@@ -253,6 +289,19 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const void *tmap, uint64_
       "l"(tmap), "r"(x), "r"(y), "r"(smem_addr(bar))
       : "memory");
 }
+
+#if GEMMD_WGMMA_CLUSTER
+// As tma_load_2d, into the same offset of both CTAs' shared memory, completion counted on
+// the barrier at `bar`'s offset in each.
+__device__ __forceinline__ void tma_load_2d_multicast(void *dst, const void *tmap, uint64_t *bar, uint32_t x,
+                                                      uint32_t y) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, "
+      "%3}], [%4], %5;" ::"r"(smem_addr(dst)),
+      "l"(tmap), "r"(x), "r"(y), "r"(smem_addr(bar)), "h"((uint16_t)3)
+      : "memory");
+}
+#endif
 
 // 4 bytes from global to shared memory, asynchronously (cp.async).
 __device__ __forceinline__ void cp_async_4(void *dst, const void *src) {
@@ -659,6 +708,181 @@ __device__ __forceinline__ void consume(const BatchView &v, uint8_t *ring, Barri
   }
 }
 
+#if GEMMD_WGMMA_CLUSTER
+// ---- 2-CTA clusters (experiment) -----------------------------------------------------------
+//
+// The two CTAs of a cluster take tiles 2p and 2p + 1 of the batch ("pair" p). Within a
+// group, consecutive tiles (M first) share B's columns, or, in a group of one M tile, A's
+// rows: then each CTA loads half of the shared operand's rows and multicasts them into both
+// CTAs' shared memory, which halves that operand's traffic from L2. Both CTAs run the
+// pair's larger K-block count so their rings stay in step (a CTA past its own blocks, or
+// without a tile, turns the ring without loads), and a stage is free again only when the
+// consumers of both CTAs have released it (empty barriers count both CTAs' warps).
+enum : uint32_t { kShareNone = 0, kShareA = 1, kShareB = 2 };
+
+// Rows of one A box: half of a_box_rows when that keeps whole 8-row swizzle atoms (then
+// the rows can be split between the pair), else all of them.
+__host__ __device__ __forceinline__ uint32_t a_half_rows(uint32_t m) {
+  const uint32_t rows = a_box_rows(m);
+  return rows % 16 == 0 ? rows / 2 : rows;
+}
+
+struct PairRef {
+  TileRef own;                    // this CTA's tile
+  bool has_own;                   // false: the pair has one tile and it is the other CTA's
+  uint32_t own_kblocks, kblocks;  // this CTA's K blocks, the pair's (the larger)
+  uint32_t share;                 // kShareNone / kShareA / kShareB
+};
+
+template <uint32_t BN>
+__device__ __forceinline__ PairRef locate_pair(const BatchView &v, uint32_t p) {
+  const uint32_t rank = cluster_rank();
+  const TileRef t0 = locate<BN>(v.table, v.starts, v.n_groups, 2 * p);
+  const bool has1 = 2 * p + 1 < v.total_tiles;
+  const TileRef t1 = has1 ? locate<BN>(v.table, v.starts, v.n_groups, 2 * p + 1) : t0;
+  const uint32_t k0 = gemmd_ceil_div(v.table[t0.group].k, BK);
+  const uint32_t k1 = has1 ? gemmd_ceil_div(v.table[t1.group].k, BK) : 0;
+  PairRef pr;
+  pr.share = kShareNone;
+  if (has1 && t0.group == t1.group) {
+    if (t0.n0 == t1.n0) {
+      pr.share = kShareB;
+    } else if (t0.m0 == t1.m0 && a_half_rows(v.table[t0.group].m) * 2 == a_box_rows(v.table[t0.group].m)) {
+      pr.share = kShareA;
+    }
+  }
+  pr.own = rank == 0 ? t0 : t1;
+  pr.has_own = rank == 0 || has1;
+  pr.own_kblocks = rank == 0 ? k0 : k1;
+  pr.kblocks = max(k0, k1);
+  return pr;
+}
+
+// The pairs of this CTA's cluster: p = cluster index, stepping by the number of clusters.
+__device__ __forceinline__ uint32_t first_pair() { return blockIdx.x / 2; }
+__device__ __forceinline__ uint32_t pair_step() { return gridDim.x / 2; }
+__device__ __forceinline__ uint32_t pair_count(const BatchView &v) { return (v.total_tiles + 1) / 2; }
+
+template <uint32_t BN>
+__device__ __forceinline__ void produce_pairs(const BatchView &v, uint8_t *ring, Barriers &bars) {
+  using R = Ring<BN>;
+  const uint32_t rank = cluster_rank();
+  uint32_t stage = 0, phase = 0, last_group = 0xFFFFFFFFu;
+  for (uint32_t p = first_pair(); p < pair_count(v); p += pair_step()) {
+    const PairRef pr = locate_pair<BN>(v, p);
+    const TileRef &tr = pr.own;
+    const uint8_t *tm_a = v.tmaps + (size_t)tr.group * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES;
+    const uint8_t *tm_b = tm_a + GEMMD_GPU_TMAP_BYTES;
+    if (pr.has_own && tr.group != last_group) {
+      tmap_acquire(tm_a);
+      tmap_acquire(tm_b);
+      last_group = tr.group;
+    }
+    const gemmd_group_params_t &g = v.table[tr.group];
+    const uint32_t a_rows = a_box_rows(g.m), a_box = a_half_rows(g.m), bytes = (a_rows + BN) * BK;
+    for (uint32_t kb = 0; kb < pr.kblocks; kb++) {
+      mbar_wait(&bars.empty[stage], phase ^ 1);
+      uint64_t *full = &bars.full[stage];
+      if (pr.has_own && kb < pr.own_kblocks) {
+        // Every byte of the tile lands here, the other CTA's multicast half included (its
+        // completion may be counted before this arms the barrier: the phase still waits
+        // for this thread's arrive).
+        mbar_arrive_expect_tx(full, bytes);
+        uint8_t *dst = ring + stage * R::kStageBytes;
+        const uint32_t x = kb * BK;
+        if (pr.share == kShareA) {
+          tma_load_2d_multicast(dst + rank * a_box * BK, tm_a, full, x, tr.m0 + rank * a_box);
+        } else {
+          for (uint32_t r = 0; r < a_rows; r += a_box) tma_load_2d(dst + r * BK, tm_a, full, x, tr.m0 + r);
+        }
+        if (pr.share == kShareB) {
+          tma_load_2d_multicast(dst + kStageA + rank * (BN / 2) * BK, tm_b, full, x, tr.n0 + rank * (BN / 2));
+        } else {
+          tma_load_2d(dst + kStageA, tm_b, full, x, tr.n0);
+          tma_load_2d(dst + kStageA + (BN / 2) * BK, tm_b, full, x, tr.n0 + BN / 2);
+        }
+      } else {
+        mbar_arrive(full);
+      }
+      if (++stage == R::kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+  }
+}
+
+template <uint32_t BN>
+__device__ __forceinline__ void load_scales_pairs(const BatchView &v, uint8_t *ring, Barriers &bars) {
+  using R = Ring<BN>;
+  const uint32_t lane = threadIdx.x % 32;
+  uint32_t stage = 0, phase = 0;
+  for (uint32_t p = first_pair(); p < pair_count(v); p += pair_step()) {
+    const PairRef pr = locate_pair<BN>(v, p);
+    const TileRef &tr = pr.own;
+    const gemmd_group_params_t &g = v.table[tr.group];
+    const uint32_t kblocks = pr.own_kblocks;
+    const float *sa = v.sa_arena + g.sa_offset;
+    uint32_t row_off[BM / 32];
+#pragma unroll
+    for (uint32_t i = 0; i < BM / 32; i++) row_off[i] = min(tr.m0 + lane + 32 * i, g.m - 1) * kblocks;
+    const float *sb = g.b_layout == GEMMD_SCALE_BLOCK_128X128
+                          ? reinterpret_cast<const float *>(g.b_scales) + (size_t)(tr.n0 / 128) * kblocks
+                          : nullptr;
+    for (uint32_t kb = 0; kb < pr.kblocks; kb++) {
+      mbar_wait(&bars.empty[stage], phase ^ 1);
+      if (pr.has_own && kb < kblocks) {
+        StageScales &dst = R::scales(ring, stage);
+#pragma unroll
+        for (uint32_t i = 0; i < BM / 32; i++) cp_async_4(&dst.a[lane + 32 * i], sa + row_off[i] + kb);
+        if (lane == 0 && sb != nullptr) cp_async_4(&dst.b, sb + kb);
+        cp_async_arrive(&bars.full[stage]);
+      } else {
+        mbar_arrive(&bars.full[stage]);
+      }
+      if (++stage == R::kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+  }
+}
+
+template <uint32_t BN>
+__device__ __forceinline__ void consume_pairs(const BatchView &v, uint8_t *ring, Barriers &bars, uint32_t wg) {
+  using R = Ring<BN>;
+  uint32_t stage = 0, phase = 0;
+  for (uint32_t p = first_pair(); p < pair_count(v); p += pair_step()) {
+    const PairRef pr = locate_pair<BN>(v, p);
+    const bool last = p + pair_step() >= pair_count(v);
+    uint32_t done = 0;
+    if (pr.has_own) {
+      const TileRef &tr = pr.own;
+      const gemmd_group_params_t &g = v.table[tr.group];
+      const bool ae5 = g.a_dtype == GEMMD_DTYPE_FP8_E5M2, be5 = g.b_dtype == GEMMD_DTYPE_FP8_E5M2;
+      if (!ae5 && !be5) {
+        consume_tile<BN, false, false>(v, g, tr, last, ring, bars, stage, phase, wg);
+      } else if (!ae5 && be5) {
+        consume_tile<BN, false, true>(v, g, tr, last, ring, bars, stage, phase, wg);
+      } else if (ae5 && !be5) {
+        consume_tile<BN, true, false>(v, g, tr, last, ring, bars, stage, phase, wg);
+      } else {
+        consume_tile<BN, true, true>(v, g, tr, last, ring, bars, stage, phase, wg);
+      }
+      done = pr.own_kblocks;
+    }
+    for (uint32_t kb = done; kb < pr.kblocks; kb++) {  // the other CTA's longer tile
+      mbar_wait(&bars.full[stage], phase);
+      release_stage(&bars.empty[stage]);
+      if (++stage == R::kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+  }
+}
+#endif
+
 __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *batch) {
   extern __shared__ uint8_t smem_raw[];
   __shared__ Barriers bars;
@@ -675,6 +899,69 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
   v.d_arena = const_cast<uint8_t *>(batch) + hdr->d_arena;
   const uint32_t tile_n = hdr->tile_n;
 
+#if GEMMD_WGMMA_CLUSTER
+  if (threadIdx.x == 0) {
+    for (uint32_t s = 0; s < kMaxStages; s++) {
+      mbar_init(&bars.full[s], 1 + 32);               // the TMA thread, the scale warp's lanes
+      mbar_init(&bars.empty[s], 2 * 4 * kConsumers);  // every consumer warp of both CTAs
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  cluster_sync();  // both CTAs' barriers exist before either arrives on the other's
+  if (threadIdx.x < 128) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (threadIdx.x / 32 == 1) {
+      switch (tile_n) {
+        case 128:
+          load_scales_pairs<128>(v, ring, bars);
+          break;
+        case 64:
+          load_scales_pairs<64>(v, ring, bars);
+          break;
+        case 32:
+          load_scales_pairs<32>(v, ring, bars);
+          break;
+        default:
+          load_scales_pairs<16>(v, ring, bars);
+      }
+    } else if (threadIdx.x == 0) {
+      switch (tile_n) {
+        case 128:
+          produce_pairs<128>(v, ring, bars);
+          break;
+        case 64:
+          produce_pairs<64>(v, ring, bars);
+          break;
+        case 32:
+          produce_pairs<32>(v, ring, bars);
+          break;
+        default:
+          produce_pairs<16>(v, ring, bars);
+      }
+    }
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    const uint32_t wg = threadIdx.x / 128 - 1;
+    switch (tile_n) {
+      case 128:
+        consume_pairs<128>(v, ring, bars, wg);
+        break;
+      case 64:
+        consume_pairs<64>(v, ring, bars, wg);
+        break;
+      case 32:
+        consume_pairs<32>(v, ring, bars, wg);
+        break;
+      default:
+        consume_pairs<16>(v, ring, bars, wg);
+    }
+  }
+  // Neither CTA leaves while the other may still multicast into it or arrive on its
+  // barriers.
+  __syncwarp();
+  cluster_sync();
+  return;
+#endif
   if (threadIdx.x == 0) {
     for (uint32_t s = 0; s < kMaxStages; s++) {
       mbar_init(&bars.full[s], 1 + 32);  // the TMA thread, the scale warp's lanes
@@ -856,8 +1143,14 @@ extern "C" int gemmd_gpu_gemm_prepare_tile_n(gemmd_gpu_kernel_t kernel, void *ho
     starts[g] = static_cast<uint32_t>(tiles);
     if (!runs_here(p)) continue;
     uint8_t *tm = tmaps + (size_t)g * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES;
-    if (!encode(tm, dev_batch + hdr->a_arena + p.a_offset, p.k, p.lda, p.m, a_box_rows(p.m)) ||
-        !encode(tm + GEMMD_GPU_TMAP_BYTES, p.b_data, p.k, p.ldb, p.n, tile_n)) {
+#if GEMMD_WGMMA_CLUSTER
+    // Boxes of half the rows: a pair's CTAs may each load half of a shared operand.
+    const uint32_t a_box = a_half_rows(p.m), b_box = tile_n / 2;
+#else
+    const uint32_t a_box = a_box_rows(p.m), b_box = tile_n;
+#endif
+    if (!encode(tm, dev_batch + hdr->a_arena + p.a_offset, p.k, p.lda, p.m, a_box) ||
+        !encode(tm + GEMMD_GPU_TMAP_BYTES, p.b_data, p.k, p.ldb, p.n, b_box)) {
       return GEMMD_EINVAL;
     }
 #if GEMMD_WGMMA_TMA_STORE
@@ -887,7 +1180,46 @@ int gemmd_gpu_gemm_wgmma(const void *batch, cudaStream_t stream) {
       return GEMMD_EDEVICE;
     }
     g_grid = sms;
+#if GEMMD_WGMMA_CLUSTER
+    // As many 2-CTA clusters as fit at once (a GPC with an odd number of free SMs leaves
+    // one idle; a larger persistent grid would run a second wave).
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr = {};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = 2;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.gridDim = dim3(2 * (unsigned)sms);
+    cfg.blockDim = dim3(kThreads);
+    cfg.dynamicSmemBytes = kSmemBytes;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, wgmma_gemm_kernel, &cfg) != cudaSuccess || clusters < 1) {
+      g_grid = 0;
+      return GEMMD_EDEVICE;
+    }
+    g_grid = 2 * clusters < sms ? 2 * clusters : sms / 2 * 2;
+#endif
   }
+#if GEMMD_WGMMA_CLUSTER
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr = {};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = 2;
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.gridDim = dim3((unsigned)g_grid);
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = kSmemBytes;
+  cfg.stream = stream;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  if (cudaLaunchKernelEx(&cfg, wgmma_gemm_kernel, static_cast<const uint8_t *>(batch)) != cudaSuccess) {
+    return GEMMD_EDEVICE;
+  }
+#else
   wgmma_gemm_kernel<<<g_grid, kThreads, kSmemBytes, stream>>>(static_cast<const uint8_t *>(batch));
+#endif
   return cudaGetLastError() == cudaSuccess ? GEMMD_OK : GEMMD_EDEVICE;
 }
