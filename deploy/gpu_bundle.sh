@@ -13,8 +13,10 @@ targets=(
   //client:gemmctl
   //kernels:gemm_bench
 )
-# More GPU tests and tools join this list as they are written.
-for t in $(bazel query 'kind(cc_test, attr(tags, "gpu", tests(//...)))' 2>/dev/null); do
+# More GPU tests and tools join this list as they are written. Tests of candidate kernel
+# builds (tag "candidate") come only when named, with their gemm_bench_<name>:
+#   deploy/gpu_bundle.sh //kernels:gemm_bench_<name> //kernels:gpu_gemm_<name>_test
+for t in $(bazel query 'kind(cc_test, attr(tags, "gpu", tests(//...))) except attr(tags, "candidate", tests(//...))' 2>/dev/null); do
   case " ${targets[*]} " in *" $t "*) ;; *) targets+=("$t") ;; esac
 done
 targets+=("$@")
