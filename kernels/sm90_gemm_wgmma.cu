@@ -53,6 +53,11 @@
 #ifndef GEMMD_WGMMA_PROBE
 #define GEMMD_WGMMA_PROBE 0
 #endif
+// Experiment: 256-row tiles, each consumer warpgroup 128 rows in two 64-row halves that
+// share one block accumulator (fewer bytes per FLOP; B loaded once per 256 rows).
+#ifndef GEMMD_WGMMA_BM256
+#define GEMMD_WGMMA_BM256 0
+#endif
 // Experiment: 2-CTA clusters whose CTAs take consecutive tiles and multicast the operand
 // those share (B for tiles of one column, A for a group of one M tile).
 #ifndef GEMMD_WGMMA_CLUSTER
@@ -70,13 +75,17 @@
 
 namespace {
 
-// Tile shapes: BM rows (two consumer warpgroups × 64) by tile_n columns, where tile_n is
+// Tile shapes: BM rows (two consumer warpgroups × 64; × 128 in the bm256 experiment) by
+// tile_n columns, where tile_n is
 // chosen per batch on the host (gemmd_batch_header_t.tile_n) from kTileWidths, so the
 // persistent grid has tiles for every SM even when N is small (decode). The ring's stage
 // count follows from the stage size.
-constexpr uint32_t BM = 128;
+constexpr uint32_t BM = GEMMD_WGMMA_BM256 ? 256 : 128;
 constexpr uint32_t BK = 128;  // bytes of K per stage = one scale block = the swizzle width
 constexpr uint32_t kConsumers = 2;
+constexpr uint32_t kWgRows = BM / kConsumers;  // a consumer warpgroup's rows of the tile
+constexpr uint32_t kHalves = kWgRows / 64;     // its 64-row WGMMA passes per K block
+static_assert(!(GEMMD_WGMMA_BM256 && (GEMMD_WGMMA_TMA_STORE || GEMMD_WGMMA_CLUSTER)), "one experiment at a time");
 constexpr uint32_t kThreads = 128 * (1 + kConsumers);
 constexpr uint32_t kStageA = BM * BK;
 constexpr uint32_t kRingBytes = 227 * 1024 - 2048;  // dynamic shared memory for the ring
@@ -546,7 +555,36 @@ __device__ __forceinline__ void k_block(float (&total)[BN / 2], float (&blk)[BN 
   }
 }
 
-// One tile for consumer warpgroup `wg` (rows +64·wg of the tile).
+#if GEMMD_WGMMA_BM256
+// One K block of a warpgroup with several 64-row halves: each half's WGMMAs go into the
+// one block accumulator `blk` and are promoted into that half's part of `total` before the
+// next half is issued; the stage is released after the last half.
+template <uint32_t BN, bool kAE5M2, bool kBE5M2>
+__device__ __forceinline__ void k_block_halves(float (&total)[kHalves * BN / 2], float (&blk)[BN / 2], uint32_t &stage,
+                                               uint32_t &phase, uint8_t *ring, Barriers &bars, uint32_t wg, uint32_t r,
+                                               bool b_block) {
+  using R = Ring<BN>;
+  mbar_wait(&bars.full[stage], phase);
+  const uint8_t *tile = ring + stage * R::kStageBytes;
+  const StageScales &sc = R::scales(ring, stage);
+  const float sb = b_block ? ld_shared_f32(&sc.b) : 1.0f;
+#pragma unroll
+  for (uint32_t h = 0; h < kHalves; h++) {
+    issue_block<BN, kAE5M2, kBE5M2>(blk, tile + (wg * kWgRows + h * 64) * BK, tile + kStageA);
+    const float s0 = ld_shared_f32(&sc.a[r + h * 64]) * sb, s1 = ld_shared_f32(&sc.a[r + h * 64 + 8]) * sb;
+    wgmma_wait<0>();
+    if (h + 1 == kHalves) release_stage(&bars.empty[stage]);
+    promote(*reinterpret_cast<float(*)[BN / 2]>(&total[h * (BN / 2)]), blk, s0, s1);
+  }
+  if (++stage == R::kStages) {
+    stage = 0;
+    phase ^= 1;
+  }
+}
+#endif
+
+// One tile for consumer warpgroup `wg` (rows +kWgRows·wg of the tile, in kHalves 64-row
+// halves).
 template <uint32_t BN, bool kAE5M2, bool kBE5M2>
 __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_group_params_t &g, const TileRef &tr,
                                              bool tr_last, uint8_t *ring, Barriers &bars, uint32_t &stage, uint32_t &phase,
@@ -555,8 +593,8 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
   constexpr uint32_t kRegs = BN / 2;
   const uint32_t tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
   const uint32_t kblocks = gemmd_ceil_div(g.k, BK);
-  if (tr.m0 + wg * 64 >= g.m) {
-    // None of this warpgroup's 64 rows are the group's: only keep the ring turning.
+  if (tr.m0 + wg * kWgRows >= g.m) {
+    // None of this warpgroup's rows are the group's: only keep the ring turning.
     for (uint32_t kb = 0; kb < kblocks; kb++) {
       mbar_wait(&bars.full[stage], phase);
       release_stage(&bars.empty[stage]);
@@ -568,18 +606,26 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
     if (GEMMD_WGMMA_TMA_STORE && tid == 0 && tr_last) bulk_wait_all();  // earlier tiles' stores
     return;
   }
-  const uint32_t row0 = tr.m0 + wg * 64 + warp * 16 + lane / 4, row1 = row0 + 8;
+  const uint32_t row0 = tr.m0 + wg * kWgRows + warp * 16 + lane / 4, row1 = row0 + 8;  // in half 0
   const uint32_t r = row0 - tr.m0;  // the tile's row, for the stage's scales
   const bool b_block = g.b_layout == GEMMD_SCALE_BLOCK_128X128;
-  float total[kRegs], blk0[kRegs], blk1[kRegs];
+  float total[kHalves * kRegs];
 #pragma unroll
-  for (uint32_t i = 0; i < kRegs; i++) total[i] = 0.0f;
+  for (uint32_t i = 0; i < kHalves * kRegs; i++) total[i] = 0.0f;
+#if GEMMD_WGMMA_BM256
+  float blk[kRegs];
+  for (uint32_t kb = 0; kb < kblocks; kb++) {
+    k_block_halves<BN, kAE5M2, kBE5M2>(total, blk, stage, phase, ring, bars, wg, r, b_block);
+  }
+#else
+  float blk0[kRegs], blk1[kRegs];
   // Two K blocks per iteration, into two accumulator arrays that take turns: the same work
   // as one array, but ptxas schedules it better (v10 vs v10a in docs/bench/kernels.md).
   for (uint32_t kb = 0; kb < kblocks; kb += 2) {
     k_block<BN, kAE5M2, kBE5M2>(total, blk0, stage, phase, ring, bars, wg, r, b_block);
     if (kb + 1 < kblocks) k_block<BN, kAE5M2, kBE5M2>(total, blk1, stage, phase, ring, bars, wg, r, b_block);
   }
+#endif
   // Epilogue: accumulator element j*4 + {0,1} is (row0, col), {2,3} is (row1, col), with
   // col = n0 + 8j + 2·(lane % 4) + {0, 1}. The group's fields are copied out of the table
   // first: D may alias it as far as the compiler knows, so every store would otherwise
@@ -607,8 +653,8 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
     // half the time of short-K shapes (probe 5, docs/bench/kernels.md).
     using R = Ring<BN>;
     const uint32_t r0 = warp * 16 + lane / 4;  // row0 within the warpgroup's 64
-    const uint32_t row_base = tr.m0 + wg * 64;
 #if GEMMD_WGMMA_TMA_STORE
+    const uint32_t row_base = tr.m0 + wg * 64;
     // The tile leaves by TMA stores that thread 0 issues and the TMA unit performs while
     // the warpgroup goes on to its next tile; before the staging area is written again,
     // the last tile's stores must have read it.
@@ -641,25 +687,29 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
       if (tr_last) bulk_wait_all();  // the CTA's shared memory outlives its stores
     }
 #else
-    uint8_t *stage_out = R::out_staging(ring) + wg * 64 * R::kOutPitch;
-    warpgroup_sync(wg);  // the last tile's staged rows have all been written out
 #pragma unroll
-    for (uint32_t j = 0; j < kRegs / 4; j++) {
-      const uint32_t c = 8 * j + 2 * (lane % 4);
-      float c0, c1;
-      col_scales(tr.n0 + c, c0, c1);
-      const float *t = total + j * 4;
-      st_shared_u32(stage_out + r0 * R::kOutPitch + c * 2, gemmd_pack_pair(out_dtype, t[0] * c0, t[1] * c1));
-      st_shared_u32(stage_out + (r0 + 8) * R::kOutPitch + c * 2, gemmd_pack_pair(out_dtype, t[2] * c0, t[3] * c1));
-    }
-    warpgroup_sync(wg);
-    constexpr uint32_t kChunks = BN / 8;  // 16-byte pieces per row
+    for (uint32_t h = 0; h < kHalves; h++) {  // each 64-row half of the warpgroup's rows
+      const uint32_t row_base = tr.m0 + wg * kWgRows + h * 64;
+      uint8_t *stage_out = R::out_staging(ring) + (wg * kHalves + h) * 64 * R::kOutPitch;
+      warpgroup_sync(wg);  // the last tile's staged rows have all been written out
+#pragma unroll
+      for (uint32_t j = 0; j < kRegs / 4; j++) {
+        const uint32_t c = 8 * j + 2 * (lane % 4);
+        float c0, c1;
+        col_scales(tr.n0 + c, c0, c1);
+        const float *t = total + h * kRegs + j * 4;
+        st_shared_u32(stage_out + r0 * R::kOutPitch + c * 2, gemmd_pack_pair(out_dtype, t[0] * c0, t[1] * c1));
+        st_shared_u32(stage_out + (r0 + 8) * R::kOutPitch + c * 2, gemmd_pack_pair(out_dtype, t[2] * c0, t[3] * c1));
+      }
+      warpgroup_sync(wg);
+      constexpr uint32_t kChunks = BN / 8;  // 16-byte pieces per row
 #pragma unroll 4
-    for (uint32_t i = tid; i < 64 * kChunks; i += 128) {
-      const uint32_t r = i / kChunks, ch = i % kChunks, row = row_base + r, col = tr.n0 + ch * 8;
-      if (row < m && col < n) {
-        const uint4 piece = ld_shared_v4(stage_out + r * R::kOutPitch + ch * 16);
-        *reinterpret_cast<uint4 *>(D + ((size_t)row * n + col) * 2) = piece;
+      for (uint32_t i = tid; i < 64 * kChunks; i += 128) {
+        const uint32_t r = i / kChunks, ch = i % kChunks, row = row_base + r, col = tr.n0 + ch * 8;
+        if (row < m && col < n) {
+          const uint4 piece = ld_shared_v4(stage_out + r * R::kOutPitch + ch * 16);
+          *reinterpret_cast<uint4 *>(D + ((size_t)row * n + col) * 2) = piece;
+        }
       }
     }
 #endif
@@ -668,18 +718,22 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
   // Direct from registers (FP32 out, or rows not 16-byte aligned): each pair of columns
   // goes out in one store.
 #pragma unroll
-  for (uint32_t j = 0; j < kRegs / 4; j++) {
-    const uint32_t col = tr.n0 + 8 * j + 2 * (lane % 4);
-    if (col >= n) continue;
-    float c0, c1;
-    col_scales(col, c0, c1);
-    const float *t = total + j * 4;
-    if (col + 1 < n) {
-      if (row0 < m) gemmd_store_out_pair(D, out_dtype, (size_t)row0 * n + col, t[0] * c0, t[1] * c1);
-      if (row1 < m) gemmd_store_out_pair(D, out_dtype, (size_t)row1 * n + col, t[2] * c0, t[3] * c1);
-    } else {
-      if (row0 < m) gemmd_store_out(D, out_dtype, (size_t)row0 * n + col, t[0] * c0);
-      if (row1 < m) gemmd_store_out(D, out_dtype, (size_t)row1 * n + col, t[2] * c0);
+  for (uint32_t h = 0; h < kHalves; h++) {
+    const uint32_t hr0 = row0 + h * 64, hr1 = row1 + h * 64;
+#pragma unroll
+    for (uint32_t j = 0; j < kRegs / 4; j++) {
+      const uint32_t col = tr.n0 + 8 * j + 2 * (lane % 4);
+      if (col >= n) continue;
+      float c0, c1;
+      col_scales(col, c0, c1);
+      const float *t = total + h * kRegs + j * 4;
+      if (col + 1 < n) {
+        if (hr0 < m) gemmd_store_out_pair(D, out_dtype, (size_t)hr0 * n + col, t[0] * c0, t[1] * c1);
+        if (hr1 < m) gemmd_store_out_pair(D, out_dtype, (size_t)hr1 * n + col, t[2] * c0, t[3] * c1);
+      } else {
+        if (hr0 < m) gemmd_store_out(D, out_dtype, (size_t)hr0 * n + col, t[0] * c0);
+        if (hr1 < m) gemmd_store_out(D, out_dtype, (size_t)hr1 * n + col, t[2] * c0);
+      }
     }
   }
   if (GEMMD_WGMMA_TMA_STORE && tid == 0 && tr_last) bulk_wait_all();  // earlier tiles' stores
