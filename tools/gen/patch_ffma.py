@@ -125,12 +125,14 @@ def main():
     ap.add_argument("input")
     ap.add_argument("output")
     a = ap.parse_args()
-    obj = bytearray(open(a.input, "rb").read())
+    with open(a.input, "rb") as f:
+        obj = bytearray(f.read())
     runs, changed = patch(obj, a.mode, a.kernel)
     if runs == 0 or changed == 0:
         raise SystemExit("patch_ffma: %d FFMA runs, %d instructions changed in kernels matching %r"
                          % (runs, changed, a.kernel))
-    open(a.output, "wb").write(obj)
+    with open(a.output, "wb") as f:
+        f.write(obj)
     print("patch_ffma: mode %s: %d FFMA runs, %d instructions changed" % (a.mode, runs, changed), file=sys.stderr)
 
 
