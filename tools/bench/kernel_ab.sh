@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # On the GPU machine: the kernel gemmd runs against candidate builds, in one call.
 #   1. every gpu_gemm*_test of the bundle (each build against the FP64 reference);
-#   2. gemm_bench and each candidate (kernels:gemm_bench_<experiment>) over issue 6's
-#      cases, the builds taking turns, each table to $OUT/<build>.log;
+#   2. gemm_bench and each candidate (kernels:gemm_bench_<name>) over issue 6's cases,
+#      one build after the other, each table to $OUT/<build>.log;
 #   3. issue 6's summary of each table (kernel_summary.py) and, per case, the candidates'
 #      time over gemm_bench's.
-# Build the bundle with the candidates first: deploy/gpu_bundle.sh //kernels:gemm_bench_<exp> ...
-#   tools/bench/kernel_ab.sh gemm_bench_<exp> [...]     (GEMMD_AB_ONLY: gemm_bench --only)
+# Build the bundle with the candidates first (at most three fit the device tool's 64 MiB):
+#   deploy/gpu_bundle.sh //kernels:gemm_bench_<name> //kernels:gpu_gemm_<name>_test ...
+#   tools/bench/kernel_ab.sh gemm_bench_<name> [...]     (GEMMD_AB_ONLY: gemm_bench --only)
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
 source .gpu/gpu_env.sh
