@@ -35,6 +35,7 @@
 
 #include <cstdio>
 #include <mutex>
+#include <type_traits>
 
 #include "kernels/errors.h"
 #include "kernels/gpu_gemm.h"
@@ -937,6 +938,22 @@ __device__ __forceinline__ void consume_pairs(const BatchView &v, uint8_t *ring,
 }
 #endif
 
+// Runs f(std::integral_constant<uint32_t, BN>) for the batch's tile width: every width is
+// compiled in, and each role picks its instance from the batch header.
+template <typename F>
+__device__ __forceinline__ void with_tile_n(uint32_t tile_n, F &&f) {
+  switch (tile_n) {
+    case 128:
+      return f(std::integral_constant<uint32_t, 128>{});
+    case 64:
+      return f(std::integral_constant<uint32_t, 64>{});
+    case 32:
+      return f(std::integral_constant<uint32_t, 32>{});
+    default:
+      return f(std::integral_constant<uint32_t, 16>{});
+  }
+}
+
 __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *batch) {
   extern __shared__ uint8_t smem_raw[];
   __shared__ Barriers bars;
@@ -965,50 +982,14 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
   if (threadIdx.x < 128) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     if (threadIdx.x / 32 == 1) {
-      switch (tile_n) {
-        case 128:
-          load_scales_pairs<128>(v, ring, bars);
-          break;
-        case 64:
-          load_scales_pairs<64>(v, ring, bars);
-          break;
-        case 32:
-          load_scales_pairs<32>(v, ring, bars);
-          break;
-        default:
-          load_scales_pairs<16>(v, ring, bars);
-      }
+      with_tile_n(tile_n, [&](auto bn) { load_scales_pairs<decltype(bn)::value>(v, ring, bars); });
     } else if (threadIdx.x == 0) {
-      switch (tile_n) {
-        case 128:
-          produce_pairs<128>(v, ring, bars);
-          break;
-        case 64:
-          produce_pairs<64>(v, ring, bars);
-          break;
-        case 32:
-          produce_pairs<32>(v, ring, bars);
-          break;
-        default:
-          produce_pairs<16>(v, ring, bars);
-      }
+      with_tile_n(tile_n, [&](auto bn) { produce_pairs<decltype(bn)::value>(v, ring, bars); });
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
     const uint32_t wg = threadIdx.x / 128 - 1;
-    switch (tile_n) {
-      case 128:
-        consume_pairs<128>(v, ring, bars, wg);
-        break;
-      case 64:
-        consume_pairs<64>(v, ring, bars, wg);
-        break;
-      case 32:
-        consume_pairs<32>(v, ring, bars, wg);
-        break;
-      default:
-        consume_pairs<16>(v, ring, bars, wg);
-    }
+    with_tile_n(tile_n, [&](auto bn) { consume_pairs<decltype(bn)::value>(v, ring, bars, wg); });
   }
   // Neither CTA leaves while the other may still multicast into it or arrive on its
   // barriers.
@@ -1030,44 +1011,14 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
   if (threadIdx.x < 128) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     if (threadIdx.x / 32 == 1) {
-      switch (tile_n) {
-        case 128:
-          return load_scales<128>(v, ring, bars);
-        case 64:
-          return load_scales<64>(v, ring, bars);
-        case 32:
-          return load_scales<32>(v, ring, bars);
-        default:
-          return load_scales<16>(v, ring, bars);
-      }
+      return with_tile_n(tile_n, [&](auto bn) { load_scales<decltype(bn)::value>(v, ring, bars); });
     }
     if (threadIdx.x != 0) return;
-    switch (tile_n) {
-      case 128:
-        return produce<128>(v, ring, bars);
-      case 64:
-        return produce<64>(v, ring, bars);
-      case 32:
-        return produce<32>(v, ring, bars);
-      default:
-        return produce<16>(v, ring, bars);
-    }
+    return with_tile_n(tile_n, [&](auto bn) { produce<decltype(bn)::value>(v, ring, bars); });
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
   const uint32_t wg = threadIdx.x / 128 - 1;
-  switch (tile_n) {
-    case 128:
-      consume<128>(v, ring, bars, wg);
-      break;
-    case 64:
-      consume<64>(v, ring, bars, wg);
-      break;
-    case 32:
-      consume<32>(v, ring, bars, wg);
-      break;
-    default:
-      consume<16>(v, ring, bars, wg);
-  }
+  with_tile_n(tile_n, [&](auto bn) { consume<decltype(bn)::value>(v, ring, bars, wg); });
 }
 
 // ---- Host side -----------------------------------------------------------------------------
