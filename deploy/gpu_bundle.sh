@@ -2,7 +2,8 @@
 # Builds what runs on the GPU machine and gathers it in .gpu/ (git-ignored), which the
 # device tool carries there: tests tagged `gpu`, GPU benchmarks, gemmd and gemmctl, and
 # every shared library they need that is not libc/libstdc++ or the CUDA driver
-# (cuBLASLt, 500+ MB, is taken from the GPU machine's own CUDA; see gpu_env.sh).
+# (cuBLASLt, 500+ MB, is taken from the GPU machine's own CUDA; see gpu_env.sh), packed
+# into .gpu/payload.tar.xz.
 #
 #   deploy/gpu_bundle.sh [extra bazel targets...]
 set -euo pipefail
@@ -42,6 +43,12 @@ for bin in .gpu/bin/*; do
     esac
   done
 done
+ls .gpu/bin
+du -sh .gpu/bin .gpu/lib
+# Packed into one xz archive: the candidate builds differ from each other in little more than
+# their kernels, so 60 MB of binaries pack into a few MB and a call can carry every candidate.
+# gpu_env.sh unpacks it on the GPU machine.
+tar -C .gpu -cJf .gpu/payload.tar.xz bin lib
+rm -rf .gpu/bin .gpu/lib
 cp deploy/gpu_run.sh deploy/gpu_env.sh .gpu/
 du -sh .gpu
-ls .gpu/bin

@@ -4,13 +4,15 @@
 // reference for both, then timing with an L2 flush before every run (CUDA events, median).
 //
 //   gemm_bench [--kernel simple|wgmma] [--reps N] [--only SUBSTRING] [--csv FILE]
-//              [--tile-n 16,32,64,128] [--b-scales block|tensor]
+//              [--tile-n 16,32,64,128] [--kinds rows128,tma_store,rows256] [--b-scales block|tensor]
 //
 // --b-scales tensor gives B one scale per tensor instead of 128×128 blocks (A keeps its
 // 1×128 scales: gemmd normalizes every A to them), for issue 6's "block scaling within 5%
 // of per-tensor"; cuBLASLt has no mode for that mix and is not run then.
-// --tile-n also times the WGMMA kernel with each of those tile widths (column
-// "[tile_n:us]"); column "tn" is the width the kernel chose itself.
+// --tile-n also times the WGMMA kernel with each of those tile widths, and --kinds with
+// each of those kinds of tile (gemmd_tile_kind_t; each checked against FP64 like the
+// kernel's own choice): column "[sweep]", as width:us and kind:us. Column "tn" is the
+// width the kernel chose itself, "kind=" at the end of the row the kind.
 // (default kernel: wgmma)
 //
 // Prints µs, TFLOPS, GB/s (A + B + scales + D, each once) and ours/cuBLASLt speed ratio.
@@ -101,6 +103,7 @@ struct Bench {
   gemmd_gpu_kernel_t kernel = GEMMD_GPU_KERNEL_WGMMA;
   int reps = 20;
   std::vector<uint32_t> sweep;  // --tile-n: widths to time besides the kernel's own choice
+  std::vector<uint32_t> kinds;  // --kinds: kinds of tile to time besides the kernel's own choice
   gemmd_scale_layout_t b_layout = GEMMD_SCALE_BLOCK_128X128;  // --b-scales
 
   void flush_l2() { CUDA_OK(cudaMemsetAsync(flush, 0, flush_bytes, stream)); }
@@ -124,6 +127,10 @@ struct Bench {
     return median(ms) * 1000.0f;
   }
 };
+
+// gemmd_tile_kind_t's names on the command line and in the table.
+const char *const kKindNames[GEMMD_TILE_KINDS] = {"rows128", "tma_store", "rows256"};
+const char *kind_name(uint32_t kind) { return kind < GEMMD_TILE_KINDS ? kKindNames[kind] : "?"; }
 
 // FP64 check of a few rows of group g's D (BF16, dense m×n) against the inputs.
 double check_rows(const std::vector<uint8_t> &a, const std::vector<float> &sa, const Weight &w,
@@ -214,14 +221,16 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
   }
   uint8_t *batch = dev_alloc<uint8_t>(total);
 
-  // Ours with tiles of `tile_n` columns (0: the kernel's own choice): prepare, upload,
-  // check, then time. `chosen` gets the tile width the batch ran with.
-  auto run_ours = [&](uint32_t tile_n, bool check, uint32_t *chosen) {
+  // Ours with tiles of `kind` (GEMMD_GPU_TILE_KIND_AUTO: the kernel's own choice) and
+  // `tile_n` columns (0: the kernel's own choice): prepare, upload, check, then time.
+  // `chosen` gets the tile configuration the batch ran with.
+  auto run_ours = [&](uint32_t kind, uint32_t tile_n, bool check, gemmd_gpu_tiles_t *chosen) {
     Timing t;
-    TEST_CHECK(gemmd_gpu_gemm_prepare_tile_n(B.kernel, host.data(), reinterpret_cast<uint64_t>(batch), tile_n) ==
-                   GEMMD_OK,
-               "prepare, tile_n %u", tile_n);
-    *chosen = reinterpret_cast<const gemmd_batch_header_t *>(host.data())->tile_n;
+    TEST_CHECK(gemmd_gpu_gemm_prepare_tiles(B.kernel, host.data(), reinterpret_cast<uint64_t>(batch), kind,
+                                            tile_n) == GEMMD_OK,
+               "prepare, kind %u tile_n %u", kind, tile_n);
+    const auto *hdr = reinterpret_cast<const gemmd_batch_header_t *>(host.data());
+    *chosen = gemmd_gpu_tiles_t{hdr->tile_kind, hdr->tile_n};
     CUDA_OK(cudaMemcpy(batch, host.data(), total, cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemset(batch + h.d_arena, 0xFF, d_bytes));
     TEST_CHECK(gemmd_gpu_gemm(B.kernel, batch, B.stream) == GEMMD_OK, "launch");
@@ -236,16 +245,27 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
     return t;
   };
   Timing ours, lt;
-  uint32_t tile_n = 0;
+  gemmd_gpu_tiles_t tiles = {};
   std::string sweep;
   for (uint32_t tn : B.sweep) {
-    uint32_t used = 0;
-    const Timing t = run_ours(tn, false, &used);  // gpu_gemm_test checks every width
+    const Timing t = run_ours(GEMMD_GPU_TILE_KIND_AUTO, tn, false, &tiles);  // gpu_gemm_test checks every width
     char cell[48];
     std::snprintf(cell, sizeof cell, " %u:%.1f", tn, t.us);
     sweep += cell;
   }
-  ours = run_ours(0, true, &tile_n);  // last, so the batch holds the chosen configuration
+  for (uint32_t kind : B.kinds) {
+    if (gemmd_gpu_gemm_prepare_tiles(B.kernel, host.data(), reinterpret_cast<uint64_t>(batch), kind, 0) ==
+        GEMMD_ENOTSUP) {
+      sweep += std::string(" ") + kind_name(kind) + ":not-built";
+      continue;
+    }
+    const Timing t = run_ours(kind, 0, true, &tiles);
+    char cell[64];
+    std::snprintf(cell, sizeof cell, " %s/%u:%.1f%s", kind_name(kind), tiles.tile_n, t.us, t.ok ? "" : "(FAIL)");
+    sweep += cell;
+  }
+  ours = run_ours(GEMMD_GPU_TILE_KIND_AUTO, 0, true, &tiles);  // last: the batch holds the chosen configuration
+  const uint32_t tile_n = tiles.tile_n;
 
   // cuBLASLt: each group its own call, on converted A scales; D in its own buffer.
   std::vector<float *> sa_lt(ng);
@@ -291,15 +311,16 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
     lt.ok = false;
   }
   const double tf_ours = flops / (ours.us * 1e-6) * 1e-12, tf_lt = lt.us > 0 ? flops / (lt.us * 1e-6) * 1e-12 : 0;
-  std::printf("%-34s %4u %9.1f %8.1f %8.2f %6s | %9.1f %8.1f %8.2f %6s | %6.2fx%s\n", c.name.c_str(), tile_n,
+  std::printf("%-34s %4u %9.1f %8.1f %8.2f %6s | %9.1f %8.1f %8.2f %6s | %6.2fx kind=%s%s\n", c.name.c_str(), tile_n,
               ours.us, tf_ours,
               bytes / (ours.us * 1e-6) * 1e-12, ours.ok ? "ok" : "FAIL", lt.us, tf_lt,
               lt.us > 0 ? bytes / (lt.us * 1e-6) * 1e-12 : 0.0,
               lt_rc != GEMMD_OK ? gemmd_strerror(lt_rc) : (lt.ok ? "ok" : "FAIL"),
-              lt.us > 0 ? lt.us / ours.us : 0.0, sweep.c_str());
+              lt.us > 0 ? lt.us / ours.us : 0.0, kind_name(tiles.kind), sweep.c_str());
   std::fflush(stdout);
   if (csv != nullptr) {
-    std::fprintf(csv, "%s,%u,%.2f,%.1f,%.3f,%.3g,%.2f,%.1f,%.3f,%.3g,%.3f,%s\n", c.name.c_str(), tile_n, ours.us,
+    std::fprintf(csv, "%s,%s,%u,%.2f,%.1f,%.3f,%.3g,%.2f,%.1f,%.3f,%.3g,%.3f,%s\n", c.name.c_str(),
+                 kind_name(tiles.kind), tile_n, ours.us,
                  tf_ours,
                  bytes / (ours.us * 1e-6) * 1e-12, ours.err_max, lt.us, tf_lt,
                  lt.us > 0 ? bytes / (lt.us * 1e-6) * 1e-12 : 0.0, lt.err_max, lt.us > 0 ? lt.us / ours.us : 0.0,
@@ -360,6 +381,21 @@ int main(int argc, char **argv) {
         p = *end == ',' ? end + 1 : end;
       }
     }
+    if (!std::strcmp(argv[i], "--kinds")) {
+      for (const char *p = argv[i + 1]; *p != '\0';) {
+        const char *end = std::strchr(p, ',');
+        const std::string name(p, end ? end - p : std::strlen(p));
+        uint32_t kind = 0;
+        while (kind < GEMMD_TILE_KINDS && name != kKindNames[kind]) kind++;
+        if (kind == GEMMD_TILE_KINDS) {
+          std::fprintf(stderr, "gemm_bench: --kinds takes a list of rows128, tma_store, rows256, not '%s'\n",
+                       argv[i + 1]);
+          return 2;
+        }
+        B.kinds.push_back(kind);
+        p = end ? end + 1 : p + name.size();
+      }
+    }
     if (!std::strcmp(argv[i], "--b-scales")) {
       if (!std::strcmp(argv[i + 1], "block")) {
         B.b_layout = GEMMD_SCALE_BLOCK_128X128;
@@ -394,9 +430,10 @@ int main(int argc, char **argv) {
   B.flush = dev_alloc<uint8_t>(B.flush_bytes);
   TEST_CHECK(gemmd_cublaslt_create(64u << 20, &B.lt) == GEMMD_OK, "cublasLt");
   FILE *csv = csv_path ? std::fopen(csv_path, "w") : nullptr;
-  if (csv) std::fprintf(csv, "case,tile_n,us,tflops,tbps,err,lt_us,lt_tflops,lt_tbps,lt_err,speedup,sweep\n");
+  if (csv) std::fprintf(csv, "case,kind,tile_n,us,tflops,tbps,err,lt_us,lt_tflops,lt_tbps,lt_err,speedup,sweep\n");
   std::printf("%-34s %4s %9s %8s %8s %6s | %9s %8s %8s %6s | %7s%s\n", "case", "tn", "us", "TFLOPS", "TB/s",
-              "check", "lt_us", "lt_TF", "lt_TB/s", "check", "vs lt", B.sweep.empty() ? "" : "  [tile_n:us]");
+              "check", "lt_us", "lt_TF", "lt_TB/s", "check", "vs lt",
+              B.sweep.empty() && B.kinds.empty() ? "" : "  [sweep: tile_n:us, kind/tile_n:us]");
   for (const Case &c : cases()) {
     if (only && c.name.find(only) == std::string::npos) continue;
     run_case(B, &rng, c, csv);

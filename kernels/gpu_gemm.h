@@ -29,27 +29,39 @@ typedef enum {
 #define GEMMD_GPU_TMAP_BYTES 128
 
 /* Size of the scheduling area a batch of n_groups needs (header.sched_arena, a multiple
- * of 128 bytes from the start of the batch): two tensor maps per group, then n_groups + 1
- * tile prefix sums. Every batch may carry one; only the WGMMA kernel reads it. */
+ * of 128 bytes from the start of the batch): three tensor maps per group (A, B, D), then
+ * n_groups + 1 tile prefix sums. Every batch may carry one; only the WGMMA kernel reads it. */
 uint64_t gemmd_gpu_gemm_sched_bytes(uint32_t n_groups);
 
 /* The host's part of a batch for `kernel`, written into the host copy of the batch buffer
  * (table final, b_data holding device addresses) that will be uploaded to `dev_batch`:
- * for WGMMA, the tile width (header.tile_n, gemmd_gpu_gemm_choose_tile_n), the tensor
- * maps and tile prefix sums in the scheduling area, and header.total_tiles. GEMMD_EINVAL for a table the kernel cannot take (zero sizes, lda/ldb
- * below k or not a multiple of 16, unaligned B), GEMMD_EDEVICE without the driver's
- * tensor-map encoder. Nothing to do (GEMMD_OK) for the other kernels. */
+ * for WGMMA, the tile configuration (header.tile_kind and .tile_n,
+ * gemmd_gpu_gemm_choose_tiles), the tensor maps and tile prefix sums in the scheduling
+ * area, and header.total_tiles. GEMMD_EINVAL for a table the kernel cannot take (zero
+ * sizes, lda/ldb below k or not a multiple of 16, unaligned B), GEMMD_EDEVICE without the
+ * driver's tensor-map encoder. Nothing to do (GEMMD_OK) for the other kernels. */
 int gemmd_gpu_gemm_prepare(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch);
 
-/* The WGMMA kernel's tile width (16, 32, 64 or 128 columns) for a batch whose table is
- * `table`, on a GPU of `sms` SMs: the least estimated time, waves of tiles over the SMs
- * times a per-K-block cost measured on the H200 (docs/bench/kernels.md). Host only. */
-uint32_t gemmd_gpu_gemm_choose_tile_n(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms);
+/* A WGMMA tile configuration: the kind of tile (gemmd_tile_kind_t) and its width. */
+typedef struct gemmd_gpu_tiles_s {
+  uint32_t kind;   /* gemmd_tile_kind_t */
+  uint32_t tile_n; /* columns per tile: 16, 32, 64 or 128 */
+} gemmd_gpu_tiles_t;
 
-/* gemmd_gpu_gemm_prepare with tiles of `tile_n` columns (16, 32, 64 or 128) instead of
- * its own choice (0: its choice; GEMMD_EINVAL for other widths). Benchmarks and tests. */
-int gemmd_gpu_gemm_prepare_tile_n(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch,
-                                  uint32_t tile_n);
+/* The WGMMA kernel's tile configuration for a batch whose table is `table`, on a GPU of
+ * `sms` SMs: the kind from rules measured on the H200, then the width with the least
+ * estimated time (waves of tiles over the SMs times a per-K-block cost measured there;
+ * docs/bench/kernels.md says which runs). Host only. */
+gemmd_gpu_tiles_t gemmd_gpu_gemm_choose_tiles(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms);
+
+/* Kinds of tile a request may force; AUTO: the kernel's choice. */
+#define GEMMD_GPU_TILE_KIND_AUTO 0xFFFFFFFFu
+
+/* gemmd_gpu_gemm_prepare with a forced configuration: `kind` a gemmd_tile_kind_t (or
+ * GEMMD_GPU_TILE_KIND_AUTO) and tiles of `tile_n` columns (16, 32, 64 or 128; 0: the best
+ * width for that kind). GEMMD_EINVAL for other values. Benchmarks and tests. */
+int gemmd_gpu_gemm_prepare_tiles(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch, uint32_t kind,
+                                 uint32_t tile_n);
 
 /* Runs the GEMM of the batch at `batch` (device memory; header, table, arenas). */
 int gemmd_gpu_gemm(gemmd_gpu_kernel_t kernel, const void *batch, cudaStream_t stream);

@@ -54,12 +54,23 @@ typedef struct gemmd_quant_job_s {
   uint64_t reserved2;
 } gemmd_quant_job_t;
 
+/* The WGMMA kernel's kinds of output tile (sm90_gemm_wgmma.cu), chosen per batch with the
+ * tile width. */
+typedef enum {
+  GEMMD_TILE_ROWS128 = 0,           /* 128 rows; the epilogue writes 16-byte pieces */
+  GEMMD_TILE_ROWS128_TMA_STORE = 1, /* 128 rows; the epilogue writes by TMA tensor stores */
+  GEMMD_TILE_ROWS256 = 2,           /* 256 rows, each consumer warpgroup two 64-row halves */
+  GEMMD_TILE_KINDS = 3
+} gemmd_tile_kind_t;
+
 /* The first 64 bytes of a batch on the device. */
 typedef struct gemmd_batch_header_s {
   uint32_t n_groups;
   uint32_t n_quant_jobs;
   uint32_t total_tiles; /* filled by gemmd_gpu_gemm_prepare, for the tile scheduler */
-  uint32_t tile_n;      /* columns per output tile, chosen by gemmd_gpu_gemm_prepare */
+  uint16_t tile_n;      /* columns per output tile, chosen by gemmd_gpu_gemm_prepare */
+  uint8_t tile_kind;    /* gemmd_tile_kind_t, chosen with tile_n */
+  uint8_t reserved;
   uint64_t a_arena;  /* byte offsets from the start of the batch buffer */
   uint64_t sa_arena;
   uint64_t raw_arena;

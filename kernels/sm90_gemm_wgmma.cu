@@ -33,6 +33,7 @@
 #include <cudaTypedefs.h>
 #include <stdint.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <mutex>
 #include <type_traits>
@@ -54,85 +55,87 @@
 #ifndef GEMMD_WGMMA_PROBE
 #define GEMMD_WGMMA_PROBE 0
 #endif
-// Experiment: 256-row tiles, each consumer warpgroup 128 rows in two 64-row halves that
-// share one block accumulator (fewer bytes per FLOP; B loaded once per 256 rows).
-#ifndef GEMMD_WGMMA_BM256
-#define GEMMD_WGMMA_BM256 0
+// The kinds of tile compiled in: ROWS128 alone unless GEMMD_WGMMA_ALL_KINDS (the kinds3
+// build). All three in one kernel made ROWS128 itself 2–3 µs slower at short K and small M
+// (code size; docs/bench/kernels.md, session 5), so gemmd's kernel keeps one kind until each
+// kind is its own kernel.
+#ifndef GEMMD_WGMMA_ALL_KINDS
+#define GEMMD_WGMMA_ALL_KINDS 0
 #endif
-// Experiment: 2-CTA clusters whose CTAs take consecutive tiles and multicast the operand
-// those share (B for tiles of one column, A for a group of one M tile).
-#ifndef GEMMD_WGMMA_CLUSTER
-#define GEMMD_WGMMA_CLUSTER 0
-#endif
-// Experiment: the producer prefetches the tensor maps of its next tile's group.
-#ifndef GEMMD_WGMMA_TMAP_PREFETCH
-#define GEMMD_WGMMA_TMAP_PREFETCH 0
-#endif
-// Experiment: the epilogue's staged tile goes out by TMA tensor stores (a third tensor map
-// per group, for D) instead of 16-byte stores.
-#ifndef GEMMD_WGMMA_TMA_STORE
-#define GEMMD_WGMMA_TMA_STORE 0
-#endif
+#define GEMMD_WGMMA_ONE_KIND (!GEMMD_WGMMA_ALL_KINDS || GEMMD_WGMMA_PROBE != 0)
 
 namespace {
 
-// Tile shapes: BM rows (two consumer warpgroups × 64; × 128 in the bm256 experiment) by
-// tile_n columns, where tile_n is
-// chosen per batch on the host (gemmd_batch_header_t.tile_n) from kTileWidths, so the
-// persistent grid has tiles for every SM even when N is small (decode). The ring's stage
-// count follows from the stage size.
-constexpr uint32_t BM = GEMMD_WGMMA_BM256 ? 256 : 128;
+// Tile kinds (gemmd_tile_kind_t, group_table.h), chosen per batch on the host with the
+// tile width (gemmd_batch_header_t.tile_kind and .tile_n) and all compiled into the one
+// kernel, so a captured graph replays for any batch:
+//   ROWS128: BM = 128 (two consumer warpgroups × 64 rows); the epilogue stages the tile in
+//     shared memory and writes 16-byte pieces;
+//   ROWS128_TMA_STORE: the same tile; the staged tile leaves by TMA tensor stores (a
+//     third tensor map per group, for D), which the warpgroup does not wait for;
+//   ROWS256: BM = 256, each consumer warpgroup 128 rows in two 64-row halves that share
+//     one block accumulator (B read once per 256 rows: fewer bytes per FLOP).
+// tile_n (16..128 columns) gives the persistent grid tiles for every SM even when N is
+// small (decode). The ring's stage count follows from the stage size.
 constexpr uint32_t BK = 128;  // bytes of K per stage = one scale block = the swizzle width
 constexpr uint32_t kConsumers = 2;
-constexpr uint32_t kWgRows = BM / kConsumers;  // a consumer warpgroup's rows of the tile
-constexpr uint32_t kHalves = kWgRows / 64;     // its 64-row WGMMA passes per K block
-static_assert(!(GEMMD_WGMMA_BM256 && (GEMMD_WGMMA_TMA_STORE || GEMMD_WGMMA_CLUSTER)), "one experiment at a time");
 constexpr uint32_t kThreads = 128 * (1 + kConsumers);
-constexpr uint32_t kStageA = BM * BK;
 constexpr uint32_t kRingBytes = 227 * 1024 - 2048;  // dynamic shared memory for the ring
 constexpr uint32_t kMaxStages = 16;
 
+template <uint32_t kRows, bool kTmaStoreOut>
+struct Kind {
+  static constexpr uint32_t BM = kRows;
+  static constexpr bool kTmaStore = kTmaStoreOut;
+  static constexpr uint32_t kWgRows = BM / kConsumers;  // a consumer warpgroup's rows of the tile
+  static constexpr uint32_t kHalves = kWgRows / 64;     // its 64-row WGMMA passes per K block
+  static constexpr uint32_t kStageA = BM * BK;
+  static_assert(!(kTmaStore && kHalves > 1), "TMA stores are built for 64-row warpgroups");
+};
+using KindRows128 = Kind<128, false>;
+using KindRows128TmaStore = Kind<128, true>;
+using KindRows256 = Kind<256, false>;
+
 // A stage's scales, copied in by the producer warpgroup's second warp (cp.async): A's for
-// the tile's 128 rows at the stage's K block, and B's 128×128 block scale.
+// the tile's BM rows at the stage's K block, and B's 128×128 block scale.
+template <uint32_t BM>
 struct StageScales {
   float a[BM];
   float b;
   float pad[3];
 };
 
+// The TMA-store epilogue's staging, per consumer warpgroup: BN / kCols boxes of 64 rows ×
+// kCols 2-byte values, dense and swizzled as D's tensor map reads them.
 template <uint32_t BN>
+struct TmaBoxes {
+  static constexpr uint32_t kCols = BN < 64 ? BN : 64;
+  static constexpr uint32_t kBytes = 64 * kCols * 2;
+  static constexpr uint32_t kWgBytes = 64 * BN * 2;
+};
+
+template <typename K, uint32_t BN>
 struct Ring {
-  static constexpr uint32_t kStageBytes = kStageA + BN * BK;
-  static constexpr uint32_t kPerStage = kStageBytes + sizeof(StageScales);
-#if GEMMD_WGMMA_TMA_STORE
-  // The output staging area, per consumer warpgroup: BN / kBoxCols boxes of 64 rows ×
-  // kBoxCols 2-byte values, dense and swizzled as D's tensor map reads them (1024-aligned).
-  static constexpr uint32_t kBoxCols = BN < 64 ? BN : 64;
-  static constexpr uint32_t kBoxBytes = 64 * kBoxCols * 2;
-  static constexpr uint32_t kOutWgBytes = 64 * BN * 2;
-  static constexpr uint32_t kOutBytes = 2 * kOutWgBytes + 1024;
-#else
-  // The output staging area: the tile's 128 rows of BN 2-byte values, each row padded by
-  // 16 bytes so a warp's pair writes (8 rows × 4 pairs) fall in 32 different banks.
+  static constexpr uint32_t kStageBytes = K::kStageA + BN * BK;
+  static constexpr uint32_t kPerStage = kStageBytes + sizeof(StageScales<K::BM>);
+  // The output staging area: with TMA stores, per consumer warpgroup, 64 rows × BN 2-byte
+  // values as TmaBoxes<BN> boxes (1024-aligned); otherwise the tile's BM rows of BN 2-byte
+  // values, each row padded by 16 bytes so a warp's pair writes (8 rows × 4 pairs) fall in
+  // 32 different banks.
   static constexpr uint32_t kOutPitch = BN * 2 + 16;
-  static constexpr uint32_t kOutBytes = BM * kOutPitch;
-#endif
+  static constexpr uint32_t kOutBytes = K::kTmaStore ? 2 * 64 * BN * 2 + 1024 : K::BM * kOutPitch;
   static constexpr uint32_t kStages = (kRingBytes - kOutBytes) / kPerStage < kMaxStages
                                           ? (kRingBytes - kOutBytes) / kPerStage
                                           : kMaxStages;
   // The stages' tiles (1024-byte aligned), then their scales, then the output staging.
-  __device__ static StageScales &scales(uint8_t *ring, uint32_t stage) {
-    return reinterpret_cast<StageScales *>(ring + kStages * kStageBytes)[stage];
+  __device__ static StageScales<K::BM> &scales(uint8_t *ring, uint32_t stage) {
+    return reinterpret_cast<StageScales<K::BM> *>(ring + kStages * kStageBytes)[stage];
   }
   __device__ static uint8_t *out_staging(uint8_t *ring) {
-#if GEMMD_WGMMA_TMA_STORE
-    const uint32_t at = kStages * kStageBytes + kStages * sizeof(StageScales);
-    return ring + (at + 1023) / 1024 * 1024;
-#else
-    return ring + kStages * kStageBytes + kStages * sizeof(StageScales);
-#endif
+    const uint32_t at = kStages * kStageBytes + kStages * sizeof(StageScales<K::BM>);
+    return ring + (K::kTmaStore ? (at + 1023) / 1024 * 1024 : at);
   }
-  static_assert(kStages * kPerStage + kOutBytes <= kRingBytes, "the ring fits");
+  static_assert(kStages >= 2 && kStages * kPerStage + kOutBytes <= kRingBytes, "the ring fits");
   static_assert(kStageBytes % 1024 == 0, "128B-swizzled tiles are 1024-byte aligned");
   static_assert(128 % BN == 0, "a tile's columns share one row of 128x128 B scales");
 };
@@ -140,14 +143,18 @@ constexpr uint32_t kSmemBytes = kRingBytes + 1024 /* alignment */;
 
 static_assert(BK == GEMMD_SCALE_BLOCK, "promotion once per scale block");
 static_assert(GEMMD_GPU_TMAP_BYTES == 128, "a CUtensorMap is 128 bytes");
-// Tensor maps per group in the batch's scheduling area: A, B (and D with TMA stores).
-constexpr uint32_t kMapsPerGroup = GEMMD_WGMMA_TMA_STORE ? 3 : 2;
+// Tensor maps per group in the batch's scheduling area: A, B, and D (written only for the
+// TMA-store kind).
+constexpr uint32_t kMapsPerGroup = 3;
 
-// Rows of A one TMA box brings: all 128 for big groups; for a small group only its rows
-// rounded up to 8 (one swizzle atom), so a decode batch does not stream zeros into shared
-// memory. Rows of the tile past the box hold stale bytes: they feed only accumulator rows
-// past m, which are never stored. The host encodes A's map with the same box.
-__host__ __device__ __forceinline__ uint32_t a_box_rows(uint32_t m) { return m >= BM ? BM : (m + 7) / 8 * 8; }
+// Rows of A one TMA box brings for tiles of bm rows: all bm for big groups; for a small
+// group only its rows rounded up to 8 (one swizzle atom), so a decode batch does not
+// stream zeros into shared memory. Rows of the tile past the box hold stale bytes: they
+// feed only accumulator rows past m, which are never stored. The host encodes A's map
+// with the same box.
+__host__ __device__ __forceinline__ uint32_t a_box_rows(uint32_t m, uint32_t bm) {
+  return m >= bm ? bm : (m + 7) / 8 * 8;
+}
 
 __device__ __forceinline__ uint32_t smem_addr(const void *p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -192,30 +199,6 @@ __device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
 
-#if GEMMD_WGMMA_CLUSTER
-__device__ __forceinline__ uint32_t cluster_rank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-
-// Every thread of both CTAs of the cluster meets here (memory ordered across them).
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-
-// An arrive on the barrier at the same shared-memory offset in the cluster's other CTA.
-__device__ __forceinline__ void mbar_arrive_peer(uint64_t *bar) {
-  asm volatile(
-      "{\n"
-      ".reg .b32 remote;\n"
-      "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
-      "}\n" ::"r"(smem_addr(bar)),
-      "r"(cluster_rank() ^ 1u)
-      : "memory");
-}
-#endif
 
 // A consumer warp is done with a stage (its WGMMAs reading it have completed): one arrive
 // per warp, not per thread (with clusters, on both CTAs' barriers: the stage may hold the
@@ -224,9 +207,6 @@ __device__ __forceinline__ void release_stage(uint64_t *bar) {
   __syncwarp();
   if (threadIdx.x % 32 == 0) {
     mbar_arrive(bar);
-#if GEMMD_WGMMA_CLUSTER
-    mbar_arrive_peer(bar);
-#endif
   }
 }
 
@@ -284,12 +264,11 @@ __device__ __forceinline__ void tmap_acquire(const void *tmap) {
   asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(tmap) : "memory");
 }
 
-#if GEMMD_WGMMA_TMAP_PREFETCH
 // Brings a tensor map into the TMA unit's descriptor cache ahead of its first use.
 __device__ __forceinline__ void tmap_prefetch(const void *tmap) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(tmap) : "memory");
 }
-#endif
+
 
 // Rows y.. of the map's 2D tensor, bytes x.. of each, into `dst`; completion counted on `bar`.
 __device__ __forceinline__ void tma_load_2d(void *dst, const void *tmap, uint64_t *bar, uint32_t x, uint32_t y) {
@@ -300,18 +279,6 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const void *tmap, uint64_
       : "memory");
 }
 
-#if GEMMD_WGMMA_CLUSTER
-// As tma_load_2d, into the same offset of both CTAs' shared memory, completion counted on
-// the barrier at `bar`'s offset in each.
-__device__ __forceinline__ void tma_load_2d_multicast(void *dst, const void *tmap, uint64_t *bar, uint32_t x,
-                                                      uint32_t y) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, "
-      "%3}], [%4], %5;" ::"r"(smem_addr(dst)),
-      "l"(tmap), "r"(x), "r"(y), "r"(smem_addr(bar)), "h"((uint16_t)3)
-      : "memory");
-}
-#endif
 
 // 4 bytes from global to shared memory, asynchronously (cp.async).
 __device__ __forceinline__ void cp_async_4(void *dst, const void *src) {
@@ -323,7 +290,6 @@ __device__ __forceinline__ void cp_async_arrive(uint64_t *bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
 
-#if GEMMD_WGMMA_TMA_STORE
 // A box of D from shared memory to columns x.., rows y.. of the map's tensor (TMA; rows
 // and columns past the tensor are not written). The issuing thread's stores form bulk
 // groups.
@@ -345,9 +311,6 @@ __device__ __forceinline__ uint32_t swizzled(uint32_t off, uint32_t row_bytes) {
   const uint32_t mask = row_bytes / 16 - 1;
   return off ^ (((off >> 7) & mask) << 4);
 }
-#else
-__device__ __forceinline__ void bulk_wait_all() {}
-#endif
 
 // ---- WGMMA ---------------------------------------------------------------------------------
 
@@ -388,7 +351,7 @@ struct TileRef {
 
 // Tile t of the batch: its group (binary search over the prefix sums), rows and columns.
 // Within a group, consecutive tiles walk M first, so CTAs running together share B tiles.
-template <uint32_t BN>
+template <typename K, uint32_t BN>
 __device__ __forceinline__ TileRef locate(const gemmd_group_params_t *table, const uint32_t *starts, uint32_t n_groups,
                                           uint32_t t) {
   uint32_t lo = 0, hi = n_groups;
@@ -401,8 +364,8 @@ __device__ __forceinline__ TileRef locate(const gemmd_group_params_t *table, con
     }
   }
   const uint32_t local = t - starts[lo];
-  const uint32_t m_tiles = gemmd_ceil_div(table[lo].m, BM);
-  return {lo, (local % m_tiles) * BM, (local / m_tiles) * BN};
+  const uint32_t m_tiles = gemmd_ceil_div(table[lo].m, K::BM);
+  return {lo, (local % m_tiles) * K::BM, (local / m_tiles) * BN};
 }
 
 struct Barriers {
@@ -414,18 +377,18 @@ struct Barriers {
 struct BatchView {
   const gemmd_group_params_t *table;
   const uint32_t *starts;  // tile prefix sums, n_groups + 1
-  const uint8_t *tmaps;    // two per group: A, B
+  const uint8_t *tmaps;    // kMapsPerGroup per group: A, B, D
   const float *sa_arena;
   uint8_t *d_arena;
   uint32_t n_groups, total_tiles;
 };
 
-template <uint32_t BN>
+template <typename K, uint32_t BN>
 __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barriers &bars) {
-  using R = Ring<BN>;
+  using R = Ring<K, BN>;
   uint32_t stage = 0, phase = 0, last_group = 0xFFFFFFFFu, loads = 0;
   for (uint32_t t = blockIdx.x; t < v.total_tiles; t += gridDim.x) {
-    const TileRef tr = locate<BN>(v.table, v.starts, v.n_groups, t);
+    const TileRef tr = locate<K, BN>(v.table, v.starts, v.n_groups, t);
     const uint8_t *tm_a = v.tmaps + (size_t)tr.group * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES;
     const uint8_t *tm_b = tm_a + GEMMD_GPU_TMAP_BYTES;
     if (tr.group != last_group) {
@@ -433,32 +396,20 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
       tmap_acquire(tm_b);
       last_group = tr.group;
     }
-#if GEMMD_WGMMA_TMAP_PREFETCH
-    // The CTA's next tile, a whole tile ahead: when it is another group's (in a decode batch
-    // every tile is), its maps would otherwise be fetched on its first load.
-    if (t + gridDim.x < v.total_tiles) {
-      const uint32_t next_group = locate<BN>(v.table, v.starts, v.n_groups, t + gridDim.x).group;
-      if (next_group != tr.group) {
-        const uint8_t *next_a = v.tmaps + (size_t)next_group * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES;
-        tmap_prefetch(next_a);
-        tmap_prefetch(next_a + GEMMD_GPU_TMAP_BYTES);
-      }
-    }
-#endif
     const gemmd_group_params_t &g = v.table[tr.group];
-    const uint32_t kblocks = gemmd_ceil_div(g.k, BK), bytes = (a_box_rows(g.m) + BN) * BK;
+    const uint32_t kblocks = gemmd_ceil_div(g.k, BK), bytes = (a_box_rows(g.m, K::BM) + BN) * BK;
     for (uint32_t kb = 0; kb < kblocks; kb++) {
       mbar_wait(&bars.empty[stage], phase ^ 1);
       uint8_t *dst = ring + stage * R::kStageBytes;
       if ((GEMMD_WGMMA_PROBE == 3 || GEMMD_WGMMA_PROBE == 4 || GEMMD_WGMMA_PROBE == 6) && loads >= R::kStages) {
         mbar_arrive(&bars.full[stage]);
       } else if (GEMMD_WGMMA_PROBE == 1 && kb > 0) {
-        mbar_arrive_expect_tx(&bars.full[stage], a_box_rows(g.m) * BK);
+        mbar_arrive_expect_tx(&bars.full[stage], a_box_rows(g.m, K::BM) * BK);
         tma_load_2d(dst, tm_a, &bars.full[stage], kb * BK, tr.m0);
       } else {
         mbar_arrive_expect_tx(&bars.full[stage], bytes);
         tma_load_2d(dst, tm_a, &bars.full[stage], kb * BK, tr.m0);
-        tma_load_2d(dst + kStageA, tm_b, &bars.full[stage], kb * BK, tr.n0);
+        tma_load_2d(dst + K::kStageA, tm_b, &bars.full[stage], kb * BK, tr.n0);
       }
       loads++;
       if (++stage == R::kStages) {
@@ -470,23 +421,23 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
 }
 
 // The producer warpgroup's second warp: for every stage the TMA thread fills, the A scales
-// of the tile's 128 rows (rows past m clamped to m - 1: their results are never stored) and
+// of the tile's BM rows (rows past m clamped to m - 1: their results are never stored) and
 // B's 128×128 block scale, by cp.async; each lane's arrival on the stage's "full" barrier
 // comes when its copies have landed. Consumers read them from shared memory, so no global
 // load latency or scale register sits in their K loop.
-template <uint32_t BN>
+template <typename K, uint32_t BN>
 __device__ __forceinline__ void load_scales(const BatchView &v, uint8_t *ring, Barriers &bars) {
-  using R = Ring<BN>;
+  using R = Ring<K, BN>;
   const uint32_t lane = threadIdx.x % 32;
   uint32_t stage = 0, phase = 0, loads = 0;
   for (uint32_t t = blockIdx.x; t < v.total_tiles; t += gridDim.x) {
-    const TileRef tr = locate<BN>(v.table, v.starts, v.n_groups, t);
+    const TileRef tr = locate<K, BN>(v.table, v.starts, v.n_groups, t);
     const gemmd_group_params_t &g = v.table[tr.group];
     const uint32_t kblocks = gemmd_ceil_div(g.k, BK);
     const float *sa = v.sa_arena + g.sa_offset;
-    uint32_t row_off[BM / 32];
+    uint32_t row_off[K::BM / 32];
 #pragma unroll
-    for (uint32_t i = 0; i < BM / 32; i++) row_off[i] = min(tr.m0 + lane + 32 * i, g.m - 1) * kblocks;
+    for (uint32_t i = 0; i < K::BM / 32; i++) row_off[i] = min(tr.m0 + lane + 32 * i, g.m - 1) * kblocks;
     const float *sb = g.b_layout == GEMMD_SCALE_BLOCK_128X128
                           ? reinterpret_cast<const float *>(g.b_scales) + (size_t)(tr.n0 / 128) * kblocks
                           : nullptr;
@@ -495,9 +446,9 @@ __device__ __forceinline__ void load_scales(const BatchView &v, uint8_t *ring, B
       if ((GEMMD_WGMMA_PROBE == 3 || GEMMD_WGMMA_PROBE == 4 || GEMMD_WGMMA_PROBE == 6) && loads >= R::kStages) {
         mbar_arrive(&bars.full[stage]);
       } else {
-        StageScales &dst = R::scales(ring, stage);
+        StageScales<K::BM> &dst = R::scales(ring, stage);
 #pragma unroll
-        for (uint32_t i = 0; i < BM / 32; i++) cp_async_4(&dst.a[lane + 32 * i], sa + row_off[i] + kb);
+        for (uint32_t i = 0; i < K::BM / 32; i++) cp_async_4(&dst.a[lane + 32 * i], sa + row_off[i] + kb);
         if (lane == 0 && sb != nullptr) cp_async_4(&dst.b, sb + kb);
         cp_async_arrive(&bars.full[stage]);
       }
@@ -537,14 +488,14 @@ __device__ __forceinline__ void promote(float (&total)[R], const float (&blk)[R]
 // warpgroup: while one promotes, the other's WGMMAs keep the tensor cores busy. (Two
 // blocks in flight, promoting the last while the next runs, needs a third accumulator
 // array; it was slower nearly everywhere: v10 in docs/bench/kernels.md.)
-template <uint32_t BN, bool kAE5M2, bool kBE5M2>
+template <typename K, uint32_t BN, bool kAE5M2, bool kBE5M2>
 __device__ __forceinline__ void k_block(float (&total)[BN / 2], float (&blk)[BN / 2], uint32_t &stage, uint32_t &phase,
                                         uint8_t *ring, Barriers &bars, uint32_t wg, uint32_t r, bool b_block) {
-  using R = Ring<BN>;
+  using R = Ring<K, BN>;
   mbar_wait(&bars.full[stage], phase);
   const uint8_t *tile = ring + stage * R::kStageBytes;
-  issue_block<BN, kAE5M2, kBE5M2>(blk, tile + wg * 64 * BK, tile + kStageA);
-  const StageScales &sc = R::scales(ring, stage);
+  issue_block<BN, kAE5M2, kBE5M2>(blk, tile + wg * 64 * BK, tile + K::kStageA);
+  const StageScales<K::BM> &sc = R::scales(ring, stage);
   const float sb = b_block ? ld_shared_f32(&sc.b) : 1.0f;
   const float s0 = ld_shared_f32(&sc.a[r]) * sb, s1 = ld_shared_f32(&sc.a[r + 8]) * sb;
   wgmma_wait<0>();
@@ -556,25 +507,24 @@ __device__ __forceinline__ void k_block(float (&total)[BN / 2], float (&blk)[BN 
   }
 }
 
-#if GEMMD_WGMMA_BM256
 // One K block of a warpgroup with several 64-row halves: each half's WGMMAs go into the
 // one block accumulator `blk` and are promoted into that half's part of `total` before the
 // next half is issued; the stage is released after the last half.
-template <uint32_t BN, bool kAE5M2, bool kBE5M2>
-__device__ __forceinline__ void k_block_halves(float (&total)[kHalves * BN / 2], float (&blk)[BN / 2], uint32_t &stage,
-                                               uint32_t &phase, uint8_t *ring, Barriers &bars, uint32_t wg, uint32_t r,
-                                               bool b_block) {
-  using R = Ring<BN>;
+template <typename K, uint32_t BN, bool kAE5M2, bool kBE5M2>
+__device__ __forceinline__ void k_block_halves(float (&total)[K::kHalves * BN / 2], float (&blk)[BN / 2],
+                                               uint32_t &stage, uint32_t &phase, uint8_t *ring, Barriers &bars,
+                                               uint32_t wg, uint32_t r, bool b_block) {
+  using R = Ring<K, BN>;
   mbar_wait(&bars.full[stage], phase);
   const uint8_t *tile = ring + stage * R::kStageBytes;
-  const StageScales &sc = R::scales(ring, stage);
+  const StageScales<K::BM> &sc = R::scales(ring, stage);
   const float sb = b_block ? ld_shared_f32(&sc.b) : 1.0f;
 #pragma unroll
-  for (uint32_t h = 0; h < kHalves; h++) {
-    issue_block<BN, kAE5M2, kBE5M2>(blk, tile + (wg * kWgRows + h * 64) * BK, tile + kStageA);
+  for (uint32_t h = 0; h < K::kHalves; h++) {
+    issue_block<BN, kAE5M2, kBE5M2>(blk, tile + (wg * K::kWgRows + h * 64) * BK, tile + K::kStageA);
     const float s0 = ld_shared_f32(&sc.a[r + h * 64]) * sb, s1 = ld_shared_f32(&sc.a[r + h * 64 + 8]) * sb;
     wgmma_wait<0>();
-    if (h + 1 == kHalves) release_stage(&bars.empty[stage]);
+    if (h + 1 == K::kHalves) release_stage(&bars.empty[stage]);
     promote(*reinterpret_cast<float(*)[BN / 2]>(&total[h * (BN / 2)]), blk, s0, s1);
   }
   if (++stage == R::kStages) {
@@ -582,16 +532,15 @@ __device__ __forceinline__ void k_block_halves(float (&total)[kHalves * BN / 2],
     phase ^= 1;
   }
 }
-#endif
 
 // One tile for consumer warpgroup `wg` (rows +kWgRows·wg of the tile, in kHalves 64-row
 // halves).
-template <uint32_t BN, bool kAE5M2, bool kBE5M2>
+template <typename K, uint32_t BN, bool kAE5M2, bool kBE5M2>
 __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_group_params_t &g, const TileRef &tr,
                                              bool tr_last, uint8_t *ring, Barriers &bars, uint32_t &stage, uint32_t &phase,
                                              uint32_t wg) {
-  using R = Ring<BN>;
-  constexpr uint32_t kRegs = BN / 2;
+  using R = Ring<K, BN>;
+  constexpr uint32_t kRegs = BN / 2, kHalves = K::kHalves, kWgRows = K::kWgRows;
   const uint32_t tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
   const uint32_t kblocks = gemmd_ceil_div(g.k, BK);
   if (tr.m0 + wg * kWgRows >= g.m) {
@@ -604,29 +553,41 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
         phase ^= 1;
       }
     }
-    if (GEMMD_WGMMA_TMA_STORE && tid == 0 && tr_last) bulk_wait_all();  // earlier tiles' stores
+    if (K::kTmaStore && tid == 0 && tr_last) bulk_wait_all();  // earlier tiles' stores
     return;
   }
   const uint32_t row0 = tr.m0 + wg * kWgRows + warp * 16 + lane / 4, row1 = row0 + 8;  // in half 0
   const uint32_t r = row0 - tr.m0;  // the tile's row, for the stage's scales
   const bool b_block = g.b_layout == GEMMD_SCALE_BLOCK_128X128;
+  // Whether the epilogue stages the tile: half outputs, rows a multiple of 16 bytes, D
+  // 16-byte aligned (the host encodes D's map for the same groups).
+  auto stages_tile = [](const gemmd_group_params_t &p, const uint8_t *d) {
+    return p.out_dtype != GEMMD_DTYPE_FP32 && p.n % 8 == 0 && reinterpret_cast<uintptr_t>(d) % 16 == 0;
+  };
+  // With TMA stores D's map is fetched now, off the tile's critical path.
+  const uint8_t *tm_d = v.tmaps + ((size_t)tr.group * kMapsPerGroup + 2) * GEMMD_GPU_TMAP_BYTES;
+  if (K::kTmaStore && tid == 0 && stages_tile(g, v.d_arena + g.d_offset)) {
+    tmap_acquire(tm_d);
+    tmap_prefetch(tm_d);
+  }
   float total[kHalves * kRegs];
 #pragma unroll
   for (uint32_t i = 0; i < kHalves * kRegs; i++) total[i] = 0.0f;
-#if GEMMD_WGMMA_BM256
-  float blk[kRegs];
-  for (uint32_t kb = 0; kb < kblocks; kb++) {
-    k_block_halves<BN, kAE5M2, kBE5M2>(total, blk, stage, phase, ring, bars, wg, r, b_block);
+  if constexpr (kHalves > 1) {
+    float blk[kRegs];
+    for (uint32_t kb = 0; kb < kblocks; kb++) {
+      k_block_halves<K, BN, kAE5M2, kBE5M2>(total, blk, stage, phase, ring, bars, wg, r, b_block);
+    }
+  } else {
+    float blk0[kRegs], blk1[kRegs];
+    // Two K blocks per iteration, into two accumulator arrays that take turns: the same
+    // work as one array, but ptxas schedules it better (v10 vs v10a in
+    // docs/bench/kernels.md).
+    for (uint32_t kb = 0; kb < kblocks; kb += 2) {
+      k_block<K, BN, kAE5M2, kBE5M2>(total, blk0, stage, phase, ring, bars, wg, r, b_block);
+      if (kb + 1 < kblocks) k_block<K, BN, kAE5M2, kBE5M2>(total, blk1, stage, phase, ring, bars, wg, r, b_block);
+    }
   }
-#else
-  float blk0[kRegs], blk1[kRegs];
-  // Two K blocks per iteration, into two accumulator arrays that take turns: the same work
-  // as one array, but ptxas schedules it better (v10 vs v10a in docs/bench/kernels.md).
-  for (uint32_t kb = 0; kb < kblocks; kb += 2) {
-    k_block<BN, kAE5M2, kBE5M2>(total, blk0, stage, phase, ring, bars, wg, r, b_block);
-    if (kb + 1 < kblocks) k_block<BN, kAE5M2, kBE5M2>(total, blk1, stage, phase, ring, bars, wg, r, b_block);
-  }
-#endif
   // Epilogue: accumulator element j*4 + {0,1} is (row0, col), {2,3} is (row1, col), with
   // col = n0 + 8j + 2·(lane % 4) + {0, 1}. The group's fields are copied out of the table
   // first: D may alias it as far as the compiler knows, so every store would otherwise
@@ -647,47 +608,47 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
   // Probe 5 skips the stores on a condition the compiler cannot know is always true, so
   // the math that feeds them stays.
   if (GEMMD_WGMMA_PROBE == 5 && v.n_groups != 0xFFFFFFFFu) return;
-  if (out_dtype != GEMMD_DTYPE_FP32 && n % 8 == 0 && reinterpret_cast<uintptr_t>(D) % 16 == 0) {
+  if (stages_tile(g, D)) {
     // Through shared memory: the warpgroup's 64 × BN rounded values are staged there, then
     // written out as 16-byte pieces, a warp covering whole rows (coalesced); direct stores
     // from the accumulator layout touch 8 rows per instruction in 4-byte pieces and cost
     // half the time of short-K shapes (probe 5, docs/bench/kernels.md).
-    using R = Ring<BN>;
     const uint32_t r0 = warp * 16 + lane / 4;  // row0 within the warpgroup's 64
-#if GEMMD_WGMMA_TMA_STORE
-    const uint32_t row_base = tr.m0 + wg * 64;
-    // The tile leaves by TMA stores that thread 0 issues and the TMA unit performs while
-    // the warpgroup goes on to its next tile; before the staging area is written again,
-    // the last tile's stores must have read it.
-    uint8_t *stage_out = R::out_staging(ring) + wg * R::kOutWgBytes;
-    constexpr uint32_t kRowBytes = R::kBoxCols * 2;
-    if (tid == 0) bulk_wait_read();
-    warpgroup_sync(wg);
+    if constexpr (K::kTmaStore) {
+      // The tile leaves by TMA stores that thread 0 issues and the TMA unit performs while
+      // the warpgroup goes on to its next tile; before the staging area is written again,
+      // the last tile's stores must have read it.
+      const uint32_t row_base = tr.m0 + wg * 64;
+      using Boxes = TmaBoxes<BN>;
+      uint8_t *stage_out = R::out_staging(ring) + wg * Boxes::kWgBytes;
+      constexpr uint32_t kRowBytes = Boxes::kCols * 2;
+      if (tid == 0) bulk_wait_read();
+      warpgroup_sync(wg);
 #pragma unroll
-    for (uint32_t j = 0; j < kRegs / 4; j++) {
-      const uint32_t c = 8 * j + 2 * (lane % 4);
-      float c0, c1;
-      col_scales(tr.n0 + c, c0, c1);
-      const float *t = total + j * 4;
-      const uint32_t box = (c / R::kBoxCols) * R::kBoxBytes, cb = (c % R::kBoxCols) * 2;
-      st_shared_u32(stage_out + swizzled(box + r0 * kRowBytes + cb, kRowBytes),
-                    gemmd_pack_pair(out_dtype, t[0] * c0, t[1] * c1));
-      st_shared_u32(stage_out + swizzled(box + (r0 + 8) * kRowBytes + cb, kRowBytes),
-                    gemmd_pack_pair(out_dtype, t[2] * c0, t[3] * c1));
-    }
-    fence_async_shared();
-    warpgroup_sync(wg);
-    if (tid == 0) {
-      const uint8_t *tm_d = v.tmaps + ((size_t)tr.group * kMapsPerGroup + 2) * GEMMD_GPU_TMAP_BYTES;
-      tmap_acquire(tm_d);
-#pragma unroll
-      for (uint32_t b = 0; b < BN / R::kBoxCols; b++) {
-        if (tr.n0 + b * R::kBoxCols < n) tma_store_2d(tm_d, stage_out + b * R::kBoxBytes, tr.n0 + b * R::kBoxCols, row_base);
+      for (uint32_t j = 0; j < kRegs / 4; j++) {
+        const uint32_t c = 8 * j + 2 * (lane % 4);
+        float c0, c1;
+        col_scales(tr.n0 + c, c0, c1);
+        const float *t = total + j * 4;
+        const uint32_t box = (c / Boxes::kCols) * Boxes::kBytes, cb = (c % Boxes::kCols) * 2;
+        st_shared_u32(stage_out + swizzled(box + r0 * kRowBytes + cb, kRowBytes),
+                      gemmd_pack_pair(out_dtype, t[0] * c0, t[1] * c1));
+        st_shared_u32(stage_out + swizzled(box + (r0 + 8) * kRowBytes + cb, kRowBytes),
+                      gemmd_pack_pair(out_dtype, t[2] * c0, t[3] * c1));
       }
-      bulk_commit();
-      if (tr_last) bulk_wait_all();  // the CTA's shared memory outlives its stores
-    }
-#else
+      fence_async_shared();
+      warpgroup_sync(wg);
+      if (tid == 0) {
+#pragma unroll
+        for (uint32_t b = 0; b < BN / Boxes::kCols; b++) {
+          if (tr.n0 + b * Boxes::kCols < n) {
+            tma_store_2d(tm_d, stage_out + b * Boxes::kBytes, tr.n0 + b * Boxes::kCols, row_base);
+          }
+        }
+        bulk_commit();
+        if (tr_last) bulk_wait_all();  // the CTA's shared memory outlives its stores
+      }
+    } else {
 #pragma unroll
     for (uint32_t h = 0; h < kHalves; h++) {  // each 64-row half of the warpgroup's rows
       const uint32_t row_base = tr.m0 + wg * kWgRows + h * 64;
@@ -713,7 +674,7 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
         }
       }
     }
-#endif
+    }
     return;
   }
   // Direct from registers (FP32 out, or rows not 16-byte aligned): each pair of columns
@@ -737,221 +698,57 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
       }
     }
   }
-  if (GEMMD_WGMMA_TMA_STORE && tid == 0 && tr_last) bulk_wait_all();  // earlier tiles' stores
+  if (K::kTmaStore && tid == 0 && tr_last) bulk_wait_all();  // earlier tiles' stores
 }
 
-template <uint32_t BN>
+template <typename K, uint32_t BN>
 __device__ __forceinline__ void consume(const BatchView &v, uint8_t *ring, Barriers &bars, uint32_t wg) {
   uint32_t stage = 0, phase = 0;
 
   for (uint32_t t = blockIdx.x; t < v.total_tiles; t += gridDim.x) {
-    const TileRef tr = locate<BN>(v.table, v.starts, v.n_groups, t);
+    const TileRef tr = locate<K, BN>(v.table, v.starts, v.n_groups, t);
     const bool last = t + gridDim.x >= v.total_tiles;  // the CTA's last tile
     // By reference: the fields are read from the table (L1) where used, not held in
     // registers through the K loop.
     const gemmd_group_params_t &g = v.table[tr.group];
     const bool ae5 = g.a_dtype == GEMMD_DTYPE_FP8_E5M2, be5 = g.b_dtype == GEMMD_DTYPE_FP8_E5M2;
     if (!ae5 && !be5) {
-      consume_tile<BN, false, false>(v, g, tr, last, ring, bars, stage, phase, wg);
+      consume_tile<K, BN, false, false>(v, g, tr, last, ring, bars, stage, phase, wg);
     } else if (!ae5 && be5) {
-      consume_tile<BN, false, true>(v, g, tr, last, ring, bars, stage, phase, wg);
+      consume_tile<K, BN, false, true>(v, g, tr, last, ring, bars, stage, phase, wg);
     } else if (ae5 && !be5) {
-      consume_tile<BN, true, false>(v, g, tr, last, ring, bars, stage, phase, wg);
+      consume_tile<K, BN, true, false>(v, g, tr, last, ring, bars, stage, phase, wg);
     } else {
-      consume_tile<BN, true, true>(v, g, tr, last, ring, bars, stage, phase, wg);
+      consume_tile<K, BN, true, true>(v, g, tr, last, ring, bars, stage, phase, wg);
     }
   }
 }
 
-#if GEMMD_WGMMA_CLUSTER
-// ---- 2-CTA clusters (experiment) -----------------------------------------------------------
-//
-// The two CTAs of a cluster take tiles 2p and 2p + 1 of the batch ("pair" p). Within a
-// group, consecutive tiles (M first) share B's columns, or, in a group of one M tile, A's
-// rows: then each CTA loads half of the shared operand's rows and multicasts them into both
-// CTAs' shared memory, which halves that operand's traffic from L2. Both CTAs run the
-// pair's larger K-block count so their rings stay in step (a CTA past its own blocks, or
-// without a tile, turns the ring without loads), and a stage is free again only when the
-// consumers of both CTAs have released it (empty barriers count both CTAs' warps).
-enum : uint32_t { kShareNone = 0, kShareA = 1, kShareB = 2 };
 
-// Rows of one A box: half of a_box_rows when that keeps whole 8-row swizzle atoms (then
-// the rows can be split between the pair), else all of them.
-__host__ __device__ __forceinline__ uint32_t a_half_rows(uint32_t m) {
-  const uint32_t rows = a_box_rows(m);
-  return rows % 16 == 0 ? rows / 2 : rows;
-}
-
-struct PairRef {
-  TileRef own;                    // this CTA's tile
-  bool has_own;                   // false: the pair has one tile and it is the other CTA's
-  uint32_t own_kblocks, kblocks;  // this CTA's K blocks, the pair's (the larger)
-  uint32_t share;                 // kShareNone / kShareA / kShareB
-};
-
-template <uint32_t BN>
-__device__ __forceinline__ PairRef locate_pair(const BatchView &v, uint32_t p) {
-  const uint32_t rank = cluster_rank();
-  const TileRef t0 = locate<BN>(v.table, v.starts, v.n_groups, 2 * p);
-  const bool has1 = 2 * p + 1 < v.total_tiles;
-  const TileRef t1 = has1 ? locate<BN>(v.table, v.starts, v.n_groups, 2 * p + 1) : t0;
-  const uint32_t k0 = gemmd_ceil_div(v.table[t0.group].k, BK);
-  const uint32_t k1 = has1 ? gemmd_ceil_div(v.table[t1.group].k, BK) : 0;
-  PairRef pr;
-  pr.share = kShareNone;
-  if (has1 && t0.group == t1.group) {
-    if (t0.n0 == t1.n0) {
-      pr.share = kShareB;
-    } else if (t0.m0 == t1.m0 && a_half_rows(v.table[t0.group].m) * 2 == a_box_rows(v.table[t0.group].m)) {
-      pr.share = kShareA;
-    }
-  }
-  pr.own = rank == 0 ? t0 : t1;
-  pr.has_own = rank == 0 || has1;
-  pr.own_kblocks = rank == 0 ? k0 : k1;
-  pr.kblocks = max(k0, k1);
-  return pr;
-}
-
-// The pairs of this CTA's cluster: p = cluster index, stepping by the number of clusters.
-__device__ __forceinline__ uint32_t first_pair() { return blockIdx.x / 2; }
-__device__ __forceinline__ uint32_t pair_step() { return gridDim.x / 2; }
-__device__ __forceinline__ uint32_t pair_count(const BatchView &v) { return (v.total_tiles + 1) / 2; }
-
-template <uint32_t BN>
-__device__ __forceinline__ void produce_pairs(const BatchView &v, uint8_t *ring, Barriers &bars) {
-  using R = Ring<BN>;
-  const uint32_t rank = cluster_rank();
-  uint32_t stage = 0, phase = 0, last_group = 0xFFFFFFFFu;
-  for (uint32_t p = first_pair(); p < pair_count(v); p += pair_step()) {
-    const PairRef pr = locate_pair<BN>(v, p);
-    const TileRef &tr = pr.own;
-    const uint8_t *tm_a = v.tmaps + (size_t)tr.group * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES;
-    const uint8_t *tm_b = tm_a + GEMMD_GPU_TMAP_BYTES;
-    if (pr.has_own && tr.group != last_group) {
-      tmap_acquire(tm_a);
-      tmap_acquire(tm_b);
-      last_group = tr.group;
-    }
-    const gemmd_group_params_t &g = v.table[tr.group];
-    const uint32_t a_rows = a_box_rows(g.m), a_box = a_half_rows(g.m), bytes = (a_rows + BN) * BK;
-    for (uint32_t kb = 0; kb < pr.kblocks; kb++) {
-      mbar_wait(&bars.empty[stage], phase ^ 1);
-      uint64_t *full = &bars.full[stage];
-      if (pr.has_own && kb < pr.own_kblocks) {
-        // Every byte of the tile lands here, the other CTA's multicast half included (its
-        // completion may be counted before this arms the barrier: the phase still waits
-        // for this thread's arrive).
-        mbar_arrive_expect_tx(full, bytes);
-        uint8_t *dst = ring + stage * R::kStageBytes;
-        const uint32_t x = kb * BK;
-        if (pr.share == kShareA) {
-          tma_load_2d_multicast(dst + rank * a_box * BK, tm_a, full, x, tr.m0 + rank * a_box);
-        } else {
-          for (uint32_t r = 0; r < a_rows; r += a_box) tma_load_2d(dst + r * BK, tm_a, full, x, tr.m0 + r);
-        }
-        if (pr.share == kShareB) {
-          tma_load_2d_multicast(dst + kStageA + rank * (BN / 2) * BK, tm_b, full, x, tr.n0 + rank * (BN / 2));
-        } else {
-          tma_load_2d(dst + kStageA, tm_b, full, x, tr.n0);
-          tma_load_2d(dst + kStageA + (BN / 2) * BK, tm_b, full, x, tr.n0 + BN / 2);
-        }
-      } else {
-        mbar_arrive(full);
-      }
-      if (++stage == R::kStages) {
-        stage = 0;
-        phase ^= 1;
-      }
-    }
-  }
-}
-
-template <uint32_t BN>
-__device__ __forceinline__ void load_scales_pairs(const BatchView &v, uint8_t *ring, Barriers &bars) {
-  using R = Ring<BN>;
-  const uint32_t lane = threadIdx.x % 32;
-  uint32_t stage = 0, phase = 0;
-  for (uint32_t p = first_pair(); p < pair_count(v); p += pair_step()) {
-    const PairRef pr = locate_pair<BN>(v, p);
-    const TileRef &tr = pr.own;
-    const gemmd_group_params_t &g = v.table[tr.group];
-    const uint32_t kblocks = pr.own_kblocks;
-    const float *sa = v.sa_arena + g.sa_offset;
-    uint32_t row_off[BM / 32];
-#pragma unroll
-    for (uint32_t i = 0; i < BM / 32; i++) row_off[i] = min(tr.m0 + lane + 32 * i, g.m - 1) * kblocks;
-    const float *sb = g.b_layout == GEMMD_SCALE_BLOCK_128X128
-                          ? reinterpret_cast<const float *>(g.b_scales) + (size_t)(tr.n0 / 128) * kblocks
-                          : nullptr;
-    for (uint32_t kb = 0; kb < pr.kblocks; kb++) {
-      mbar_wait(&bars.empty[stage], phase ^ 1);
-      if (pr.has_own && kb < kblocks) {
-        StageScales &dst = R::scales(ring, stage);
-#pragma unroll
-        for (uint32_t i = 0; i < BM / 32; i++) cp_async_4(&dst.a[lane + 32 * i], sa + row_off[i] + kb);
-        if (lane == 0 && sb != nullptr) cp_async_4(&dst.b, sb + kb);
-        cp_async_arrive(&bars.full[stage]);
-      } else {
-        mbar_arrive(&bars.full[stage]);
-      }
-      if (++stage == R::kStages) {
-        stage = 0;
-        phase ^= 1;
-      }
-    }
-  }
-}
-
-template <uint32_t BN>
-__device__ __forceinline__ void consume_pairs(const BatchView &v, uint8_t *ring, Barriers &bars, uint32_t wg) {
-  using R = Ring<BN>;
-  uint32_t stage = 0, phase = 0;
-  for (uint32_t p = first_pair(); p < pair_count(v); p += pair_step()) {
-    const PairRef pr = locate_pair<BN>(v, p);
-    const bool last = p + pair_step() >= pair_count(v);
-    uint32_t done = 0;
-    if (pr.has_own) {
-      const TileRef &tr = pr.own;
-      const gemmd_group_params_t &g = v.table[tr.group];
-      const bool ae5 = g.a_dtype == GEMMD_DTYPE_FP8_E5M2, be5 = g.b_dtype == GEMMD_DTYPE_FP8_E5M2;
-      if (!ae5 && !be5) {
-        consume_tile<BN, false, false>(v, g, tr, last, ring, bars, stage, phase, wg);
-      } else if (!ae5 && be5) {
-        consume_tile<BN, false, true>(v, g, tr, last, ring, bars, stage, phase, wg);
-      } else if (ae5 && !be5) {
-        consume_tile<BN, true, false>(v, g, tr, last, ring, bars, stage, phase, wg);
-      } else {
-        consume_tile<BN, true, true>(v, g, tr, last, ring, bars, stage, phase, wg);
-      }
-      done = pr.own_kblocks;
-    }
-    for (uint32_t kb = done; kb < pr.kblocks; kb++) {  // the other CTA's longer tile
-      mbar_wait(&bars.full[stage], phase);
-      release_stage(&bars.empty[stage]);
-      if (++stage == R::kStages) {
-        stage = 0;
-        phase ^= 1;
-      }
-    }
-  }
-}
-#endif
-
-// Runs f(std::integral_constant<uint32_t, BN>) for the batch's tile width: every width is
-// compiled in, and each role picks its instance from the batch header.
-template <typename F>
+// Runs f(K{}, std::integral_constant<uint32_t, BN>{}) for the batch's tile kind K and
+// width BN: every pair is compiled in, and each role picks its instance from the batch
+// header (GEMMD_WGMMA_ONE_KIND: the default kind only).
+template <typename K, typename F>
 __device__ __forceinline__ void with_tile_n(uint32_t tile_n, F &&f) {
   switch (tile_n) {
     case 128:
-      return f(std::integral_constant<uint32_t, 128>{});
+      return f(K{}, std::integral_constant<uint32_t, 128>{});
     case 64:
-      return f(std::integral_constant<uint32_t, 64>{});
+      return f(K{}, std::integral_constant<uint32_t, 64>{});
     case 32:
-      return f(std::integral_constant<uint32_t, 32>{});
+      return f(K{}, std::integral_constant<uint32_t, 32>{});
     default:
-      return f(std::integral_constant<uint32_t, 16>{});
+      return f(K{}, std::integral_constant<uint32_t, 16>{});
   }
+}
+
+template <typename F>
+__device__ __forceinline__ void with_tiles(uint32_t tile_kind, uint32_t tile_n, F &&f) {
+  if (!GEMMD_WGMMA_ONE_KIND && tile_kind == GEMMD_TILE_ROWS256) return with_tile_n<KindRows256>(tile_n, f);
+  if (!GEMMD_WGMMA_ONE_KIND && tile_kind == GEMMD_TILE_ROWS128_TMA_STORE) {
+    return with_tile_n<KindRows128TmaStore>(tile_n, f);
+  }
+  return with_tile_n<KindRows128>(tile_n, f);
 }
 
 __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *batch) {
@@ -968,35 +765,8 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
   v.starts = reinterpret_cast<const uint32_t *>(v.tmaps + (size_t)v.n_groups * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES);
   v.sa_arena = reinterpret_cast<const float *>(batch + hdr->sa_arena);
   v.d_arena = const_cast<uint8_t *>(batch) + hdr->d_arena;
-  const uint32_t tile_n = hdr->tile_n;
+  const uint32_t tile_n = hdr->tile_n, tile_kind = hdr->tile_kind;
 
-#if GEMMD_WGMMA_CLUSTER
-  if (threadIdx.x == 0) {
-    for (uint32_t s = 0; s < kMaxStages; s++) {
-      mbar_init(&bars.full[s], 1 + 32);               // the TMA thread, the scale warp's lanes
-      mbar_init(&bars.empty[s], 2 * 4 * kConsumers);  // every consumer warp of both CTAs
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  cluster_sync();  // both CTAs' barriers exist before either arrives on the other's
-  if (threadIdx.x < 128) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-    if (threadIdx.x / 32 == 1) {
-      with_tile_n(tile_n, [&](auto bn) { load_scales_pairs<decltype(bn)::value>(v, ring, bars); });
-    } else if (threadIdx.x == 0) {
-      with_tile_n(tile_n, [&](auto bn) { produce_pairs<decltype(bn)::value>(v, ring, bars); });
-    }
-  } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-    const uint32_t wg = threadIdx.x / 128 - 1;
-    with_tile_n(tile_n, [&](auto bn) { consume_pairs<decltype(bn)::value>(v, ring, bars, wg); });
-  }
-  // Neither CTA leaves while the other may still multicast into it or arrive on its
-  // barriers.
-  __syncwarp();
-  cluster_sync();
-  return;
-#endif
   if (threadIdx.x == 0) {
     for (uint32_t s = 0; s < kMaxStages; s++) {
       mbar_init(&bars.full[s], 1 + 32);  // the TMA thread, the scale warp's lanes
@@ -1007,18 +777,21 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
   __syncthreads();
 
   // The producer warpgroup gives its registers to the consumers; each role then runs the
-  // batch's tile width.
+  // batch's tile kind and width.
   if (threadIdx.x < 128) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     if (threadIdx.x / 32 == 1) {
-      return with_tile_n(tile_n, [&](auto bn) { load_scales<decltype(bn)::value>(v, ring, bars); });
+      return with_tiles(tile_kind, tile_n,
+                        [&](auto k, auto bn) { load_scales<decltype(k), decltype(bn)::value>(v, ring, bars); });
     }
     if (threadIdx.x != 0) return;
-    return with_tile_n(tile_n, [&](auto bn) { produce<decltype(bn)::value>(v, ring, bars); });
+    return with_tiles(tile_kind, tile_n,
+                      [&](auto k, auto bn) { produce<decltype(k), decltype(bn)::value>(v, ring, bars); });
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
   const uint32_t wg = threadIdx.x / 128 - 1;
-  with_tile_n(tile_n, [&](auto bn) { consume<decltype(bn)::value>(v, ring, bars, wg); });
+  with_tiles(tile_kind, tile_n,
+             [&](auto k, auto bn) { consume<decltype(k), decltype(bn)::value>(v, ring, bars, wg); });
 }
 
 // ---- Host side -----------------------------------------------------------------------------
@@ -1047,7 +820,6 @@ bool encode(void *out, uint64_t addr, uint32_t cols, uint32_t ld, uint32_t rows,
                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-#if GEMMD_WGMMA_TMA_STORE
 // D's map for the TMA-store epilogue: n columns × m rows of 2-byte values (rows n apart), boxes
 // of 64 rows × min(tile_n, 64) columns, swizzled as the kernel stages them.
 bool encode_d(void *out, uint64_t addr, uint32_t n, uint32_t m, uint32_t tile_n) {
@@ -1063,7 +835,6 @@ bool encode_d(void *out, uint64_t addr, uint32_t n, uint32_t m, uint32_t tile_n)
                   dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                   CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
-#endif
 
 int g_grid = 0;                // one CTA per SM
 
@@ -1082,12 +853,14 @@ int sm_count() {
 // The groups the WGMMA kernel runs: all but FP32 outputs (gpu_gemm.cu says why).
 bool runs_here(const gemmd_group_params_t &p) { return p.out_dtype != GEMMD_DTYPE_FP32; }
 
-// The tile width with the least estimated time: waves of tiles over the SMs times the
-// average tile's K blocks times the cost of one K block at that width. The cost model was
-// fitted to the v3 width sweep on the H200 (docs/bench/kernels.md): a K block takes about
-// 219 ns + 2.66 ns per tile column when memory-bound; wider tiles stream more bytes per
-// stage, narrower tiles give more SMs work. Ties go to the wider tile.
-uint32_t choose_tile_n(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms) {
+uint32_t kind_rows(uint32_t kind) { return kind == GEMMD_TILE_ROWS256 ? 256 : 128; }
+
+// The tile width with the least estimated time for tiles of `bm` rows: waves of tiles over
+// the SMs times the average tile's K blocks times the cost of one K block at that width.
+// The cost model was fitted to the v3 width sweep on the H200 (docs/bench/kernels.md): a K
+// block takes about 219 ns + 2.66 ns per tile column when memory-bound; wider tiles stream
+// more bytes per stage, narrower tiles give more SMs work. Ties go to the wider tile.
+uint32_t choose_tile_n(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms, uint32_t bm) {
   uint32_t best = 128;
   double best_cost = 0;
   for (uint32_t tn : {128u, 64u, 32u, 16u}) {
@@ -1095,7 +868,7 @@ uint32_t choose_tile_n(const gemmd_group_params_t *table, uint32_t n_groups, uin
     double kblocks = 0;
     for (uint32_t g = 0; g < n_groups; g++) {
       if (!runs_here(table[g])) continue;
-      const uint64_t t = (uint64_t)((table[g].m + BM - 1) / BM) * ((table[g].n + tn - 1) / tn);
+      const uint64_t t = (uint64_t)((table[g].m + bm - 1) / bm) * ((table[g].n + tn - 1) / tn);
       tiles += t;
       kblocks += (double)t * ((table[g].k + BK - 1) / BK);
     }
@@ -1110,26 +883,69 @@ uint32_t choose_tile_n(const gemmd_group_params_t *table, uint32_t n_groups, uin
   return best;
 }
 
+// Waves of 128-column tiles of `bm` rows over the SMs.
+uint64_t waves(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms, uint32_t bm) {
+  uint64_t tiles = 0;
+  for (uint32_t g = 0; g < n_groups; g++) {
+    if (runs_here(table[g])) tiles += (uint64_t)((table[g].m + bm - 1) / bm) * ((table[g].n + 127) / 128);
+  }
+  return (tiles + sms - 1) / sms;
+}
+
+// The kind of tile, by rules read off the H200 sweep of 2026-11-30 (session 5, every kind
+// timed on issue 6's cases in one kernel: docs/bench/kernels.md):
+//   ROWS256 was fastest for every M ≥ 4096 case with K ≥ 1536 (4096×7168×16384 −14%,
+//     8192³ −15%, stacked 4096×7168 −11 to −15%, 4096×4096×7168 −10%) except where
+//     256-row tiles leave the last wave emptier (4096×2112×7168: +9%): so every group ≥ 256
+//     rows, K ≥ 1024, and 256-row tiles in at most 1.05× half the waves of 128-row ones;
+//   ROWS128_TMA_STORE was fastest at K = 512 (4096×32768×512: −14% vs ROWS128, −4% vs
+//     ROWS256), its stores overlapping the next tile: every group ≥ 128 rows, K ≤ 2048 and
+//     at least two tiles per SM (at M ≤ 128 it lost in the first, separate-build run);
+//   otherwise ROWS128.
+uint32_t choose_kind(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms) {
+  uint32_t min_m = 0xFFFFFFFFu, min_k = 0xFFFFFFFFu, max_k = 0;
+  uint64_t tiles = 0;
+  for (uint32_t g = 0; g < n_groups; g++) {
+    if (!runs_here(table[g])) continue;
+    min_m = std::min(min_m, table[g].m);
+    min_k = std::min(min_k, table[g].k);
+    max_k = std::max(max_k, table[g].k);
+    tiles += (uint64_t)((table[g].m + 127) / 128) * ((table[g].n + 127) / 128);
+  }
+  if (tiles == 0) return GEMMD_TILE_ROWS128;
+  if (min_m >= 256 && min_k >= 1024 &&
+      2.0 * waves(table, n_groups, sms, 256) <= 1.05 * waves(table, n_groups, sms, 128)) {
+    return GEMMD_TILE_ROWS256;
+  }
+  if (min_m >= 128 && max_k <= 2048 && tiles >= 2ull * sms) return GEMMD_TILE_ROWS128_TMA_STORE;
+  return GEMMD_TILE_ROWS128;
+}
+
 }  // namespace
 
 extern "C" uint64_t gemmd_gpu_gemm_sched_bytes(uint32_t n_groups) {
   return (uint64_t)n_groups * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES + 4ull * (n_groups + 1);
 }
 
-extern "C" uint32_t gemmd_gpu_gemm_choose_tile_n(const gemmd_group_params_t *table, uint32_t n_groups,
-                                                 uint32_t sms) {
-  return choose_tile_n(table, n_groups, sms == 0 ? 1 : sms);
+extern "C" gemmd_gpu_tiles_t gemmd_gpu_gemm_choose_tiles(const gemmd_group_params_t *table, uint32_t n_groups,
+                                                        uint32_t sms) {
+  if (sms == 0) sms = 1;
+  const uint32_t kind = choose_kind(table, n_groups, sms);
+  return gemmd_gpu_tiles_t{kind, choose_tile_n(table, n_groups, sms, kind_rows(kind))};
 }
 
 extern "C" int gemmd_gpu_gemm_prepare(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch) {
-  return gemmd_gpu_gemm_prepare_tile_n(kernel, host_batch, dev_batch, 0);
+  return gemmd_gpu_gemm_prepare_tiles(kernel, host_batch, dev_batch, GEMMD_GPU_TILE_KIND_AUTO, 0);
 }
 
-extern "C" int gemmd_gpu_gemm_prepare_tile_n(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch,
-                                             uint32_t tile_n) {
+extern "C" int gemmd_gpu_gemm_prepare_tiles(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch,
+                                            uint32_t kind, uint32_t tile_n) {
   auto *hdr = static_cast<gemmd_batch_header_t *>(host_batch);
   if (host_batch == nullptr || dev_batch == 0) return GEMMD_EINVAL;
   if (tile_n != 0 && tile_n != 16 && tile_n != 32 && tile_n != 64 && tile_n != 128) return GEMMD_EINVAL;
+  if (kind != GEMMD_GPU_TILE_KIND_AUTO && kind >= GEMMD_TILE_KINDS) return GEMMD_EINVAL;
+  // A kind this build lacks: refused when forced, the default one when chosen.
+  if (GEMMD_WGMMA_ONE_KIND && kind != GEMMD_GPU_TILE_KIND_AUTO && kind != GEMMD_TILE_ROWS128) return GEMMD_ENOTSUP;
   if (kernel != GEMMD_GPU_KERNEL_WGMMA) return GEMMD_OK;  // the others need nothing
   if (hdr->sched_arena == 0 || hdr->sched_arena % GEMMD_GPU_TMAP_BYTES != 0) return GEMMD_EINVAL;
   std::call_once(g_encode_once, load_encode);
@@ -1138,7 +954,11 @@ extern "C" int gemmd_gpu_gemm_prepare_tile_n(gemmd_gpu_kernel_t kernel, void *ho
   const auto *table = reinterpret_cast<const gemmd_group_params_t *>(bytes + sizeof *hdr);
   uint8_t *tmaps = bytes + hdr->sched_arena;
   auto *starts = reinterpret_cast<uint32_t *>(tmaps + (size_t)hdr->n_groups * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES);
-  if (tile_n == 0) tile_n = choose_tile_n(table, hdr->n_groups, (uint32_t)sm_count());
+  if (kind == GEMMD_GPU_TILE_KIND_AUTO) {
+    kind = GEMMD_WGMMA_ONE_KIND ? GEMMD_TILE_ROWS128 : choose_kind(table, hdr->n_groups, (uint32_t)sm_count());
+  }
+  const uint32_t bm = kind_rows(kind);
+  if (tile_n == 0) tile_n = choose_tile_n(table, hdr->n_groups, (uint32_t)sm_count(), bm);
   uint64_t tiles = 0;
   for (uint32_t g = 0; g < hdr->n_groups; g++) {
     const gemmd_group_params_t &p = table[g];
@@ -1148,30 +968,26 @@ extern "C" int gemmd_gpu_gemm_prepare_tile_n(gemmd_gpu_kernel_t kernel, void *ho
     starts[g] = static_cast<uint32_t>(tiles);
     if (!runs_here(p)) continue;
     uint8_t *tm = tmaps + (size_t)g * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES;
-#if GEMMD_WGMMA_CLUSTER
-    // Boxes of half the rows: a pair's CTAs may each load half of a shared operand.
-    const uint32_t a_box = a_half_rows(p.m), b_box = tile_n / 2;
-#else
-    const uint32_t a_box = a_box_rows(p.m), b_box = tile_n;
-#endif
+    const uint32_t a_box = a_box_rows(p.m, bm), b_box = tile_n;
     if (!encode(tm, dev_batch + hdr->a_arena + p.a_offset, p.k, p.lda, p.m, a_box) ||
         !encode(tm + GEMMD_GPU_TMAP_BYTES, p.b_data, p.k, p.ldb, p.n, b_box)) {
       return GEMMD_EINVAL;
     }
-#if GEMMD_WGMMA_TMA_STORE
-    // D's map, for the groups whose epilogue stages (the kernel's condition: half output,
-    // rows a multiple of 16 bytes, D 16-byte aligned); the others store directly.
+    // D's map, with TMA stores, for the groups whose epilogue stages (the kernel's
+    // condition: half output, rows a multiple of 16 bytes, D 16-byte aligned); the others
+    // store directly.
     const uint64_t d_addr = dev_batch + hdr->d_arena + p.d_offset;
-    if (p.n % 8 == 0 && d_addr % 16 == 0 && !encode_d(tm + 2 * GEMMD_GPU_TMAP_BYTES, d_addr, p.n, p.m, tile_n)) {
+    if (kind == GEMMD_TILE_ROWS128_TMA_STORE && p.n % 8 == 0 && d_addr % 16 == 0 &&
+        !encode_d(tm + 2 * GEMMD_GPU_TMAP_BYTES, d_addr, p.n, p.m, tile_n)) {
       return GEMMD_EINVAL;
     }
-#endif
-    tiles += (uint64_t)((p.m + BM - 1) / BM) * ((p.n + tile_n - 1) / tile_n);
+    tiles += (uint64_t)((p.m + bm - 1) / bm) * ((p.n + tile_n - 1) / tile_n);
     if (tiles > 0xFFFFFFFFull) return GEMMD_EINVAL;
   }
   starts[hdr->n_groups] = static_cast<uint32_t>(tiles);
   hdr->total_tiles = static_cast<uint32_t>(tiles);
-  hdr->tile_n = tile_n;
+  hdr->tile_n = static_cast<uint16_t>(tile_n);
+  hdr->tile_kind = static_cast<uint8_t>(kind);
   return GEMMD_OK;
 }
 
@@ -1185,46 +1001,7 @@ int gemmd_gpu_gemm_wgmma(const void *batch, cudaStream_t stream) {
       return GEMMD_EDEVICE;
     }
     g_grid = sms;
-#if GEMMD_WGMMA_CLUSTER
-    // As many 2-CTA clusters as fit at once (a GPC with an odd number of free SMs leaves
-    // one idle; a larger persistent grid would run a second wave).
-    cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute attr = {};
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = 2;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cfg.gridDim = dim3(2 * (unsigned)sms);
-    cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = kSmemBytes;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    int clusters = 0;
-    if (cudaOccupancyMaxActiveClusters(&clusters, wgmma_gemm_kernel, &cfg) != cudaSuccess || clusters < 1) {
-      g_grid = 0;
-      return GEMMD_EDEVICE;
-    }
-    g_grid = 2 * clusters < sms ? 2 * clusters : sms / 2 * 2;
-#endif
   }
-#if GEMMD_WGMMA_CLUSTER
-  cudaLaunchConfig_t cfg = {};
-  cudaLaunchAttribute attr = {};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = 2;
-  attr.val.clusterDim.y = 1;
-  attr.val.clusterDim.z = 1;
-  cfg.gridDim = dim3((unsigned)g_grid);
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = kSmemBytes;
-  cfg.stream = stream;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  if (cudaLaunchKernelEx(&cfg, wgmma_gemm_kernel, static_cast<const uint8_t *>(batch)) != cudaSuccess) {
-    return GEMMD_EDEVICE;
-  }
-#else
   wgmma_gemm_kernel<<<g_grid, kThreads, kSmemBytes, stream>>>(static_cast<const uint8_t *>(batch));
-#endif
   return cudaGetLastError() == cudaSuccess ? GEMMD_OK : GEMMD_EDEVICE;
 }

@@ -1,6 +1,7 @@
-// gemmd_gpu_gemm_choose_tile_n (gpu_gemm.h), on the host, no GPU needed: for the shapes of
+// gemmd_gpu_gemm_choose_tiles (gpu_gemm.h), on the host, no GPU needed: for the shapes of
 // the H200 width sweep (docs/bench/kernels.md, v3 run) it must pick the width that was
-// measured fastest there, or one measured within 5% of it.
+// measured fastest there, or one measured within 5% of it; for the shapes where each kind
+// of tile was timed (session 5 of 2026-11-30), the kind measured fastest.
 #include <cstdio>
 #include <vector>
 
@@ -16,15 +17,24 @@ struct Case {
   std::vector<uint32_t> good;  // widths measured fastest (within 5%)
 };
 
-uint32_t choose(uint32_t groups, uint32_t m, uint32_t n, uint32_t k, uint8_t out) {
+gemmd_gpu_tiles_t choose_tiles(uint32_t groups, uint32_t m, uint32_t n, uint32_t k, uint8_t out) {
   std::vector<gemmd_group_params_t> t(groups);
   for (auto &g : t) {
     g = gemmd_group_params_t{};
     g.m = m, g.n = n, g.k = k;
     g.out_dtype = out;
   }
-  return gemmd_gpu_gemm_choose_tile_n(t.data(), groups, 132);
+  return gemmd_gpu_gemm_choose_tiles(t.data(), groups, 132);
 }
+
+uint32_t choose(uint32_t groups, uint32_t m, uint32_t n, uint32_t k, uint8_t out) {
+  return choose_tiles(groups, m, n, k, out).tile_n;
+}
+
+struct KindCase {
+  const char *name;
+  uint32_t groups, m, n, k, kind;
+};
 
 }  // namespace
 
@@ -52,6 +62,32 @@ int main() {
       bad++;
     }
   }
+  // The kind of tile (the rule; builds without a kind run ROWS128): where each kind was
+  // timed (docs/bench/kernels.md, session 5's kinds3 sweep), the fastest.
+  const KindCase kinds[] = {
+      {"4096x7168x16384", 1, 4096, 7168, 16384, GEMMD_TILE_ROWS256},
+      {"8192x8192x8192", 1, 8192, 8192, 8192, GEMMD_TILE_ROWS256},
+      {"4096x2112x7168", 1, 4096, 2112, 7168, GEMMD_TILE_ROWS128},
+      {"4096x4096x7168", 1, 4096, 4096, 7168, GEMMD_TILE_ROWS256},
+      {"4096x32768x512", 1, 4096, 32768, 512, GEMMD_TILE_ROWS128_TMA_STORE},
+      {"4096x24576x1536", 1, 4096, 24576, 1536, GEMMD_TILE_ROWS256},
+      {"4096x7168x2048", 1, 4096, 7168, 2048, GEMMD_TILE_ROWS256},
+      {"stacked 4x8192 7168x2048", 4, 8192, 7168, 2048, GEMMD_TILE_ROWS256},
+      {"stacked 8x4096 4096x7168", 8, 4096, 4096, 7168, GEMMD_TILE_ROWS256},
+      {"128x32768x512", 1, 128, 32768, 512, GEMMD_TILE_ROWS128},
+      {"128x7168x2048", 1, 128, 7168, 2048, GEMMD_TILE_ROWS128},
+      {"64x7168x16384", 1, 64, 7168, 16384, GEMMD_TILE_ROWS128},
+      {"decode 64x8 own 4096x4096", 64, 8, 4096, 4096, GEMMD_TILE_ROWS128},
+  };
+  for (const KindCase &c : kinds) {
+    const uint32_t got = choose_tiles(c.groups, c.m, c.n, c.k, GEMMD_DTYPE_BF16).kind;
+    if (got != c.kind) {
+      std::fprintf(stderr, "%s: chose kind %u, measured best: %u\n", c.name, got, c.kind);
+      bad++;
+    }
+  }
+  // 256-row tiles pick their width for 256 rows: 4096x7168x16384 stays at 128 columns.
+  TEST_CHECK(choose_tiles(1, 4096, 7168, 16384, GEMMD_DTYPE_BF16).tile_n == 128, "rows256 width");
   // Groups with FP32 output run on the other kernel and do not count; with none left the
   // choice is the default width.
   TEST_CHECK(choose(4, 8, 2112, 7168, GEMMD_DTYPE_FP32) == 128, "FP32-only batch");
@@ -71,6 +107,7 @@ int main() {
     TEST_CHECK(gemmd_gpu_gemm_parts_run(GEMMD_GPU_KERNEL_WGMMA, &dummy, 8, nullptr) == GEMMD_EINVAL, "bad mask");
     TEST_CHECK(gemmd_gpu_gemm_parts_run(GEMMD_GPU_KERNEL_WGMMA, nullptr, 1, nullptr) == GEMMD_EINVAL, "no batch");
   }
-  std::printf("tile_choice_test: %zu shapes, %d wrong\n", sizeof cases / sizeof cases[0], bad);
+  std::printf("tile_choice_test: %zu widths and %zu kinds, %d wrong\n", sizeof cases / sizeof cases[0],
+              sizeof kinds / sizeof kinds[0], bad);
   return bad == 0 ? 0 : 1;
 }

@@ -5,27 +5,45 @@
 #      one build after the other, each table to $OUT/<build>.log;
 #   3. issue 6's summary of each table (kernel_summary.py) and, per case, the candidates'
 #      time over gemm_bench's.
-# Build the bundle with the candidates first (at most three fit the device tool's 64 MiB):
+# Build the bundle with the candidates first (packed, every candidate fits the device tool's
+# 64 MiB):
 #   deploy/gpu_bundle.sh //kernels:gemm_bench_<name> //kernels:gpu_gemm_<name>_test ...
-#   tools/bench/kernel_ab.sh gemm_bench_<name> [...]     (GEMMD_AB_ONLY: gemm_bench --only)
+#   tools/bench/kernel_ab.sh gemm_bench_<name> [...]
+# GEMMD_AB_ONLY: gemm_bench --only; GEMMD_AB_ARGS: more gemm_bench arguments (say
+# "--kinds rows128,tma_store,rows256 --tile-n 16,32,64,128"); GEMMD_AB_DEADLINE_S (default 540): a build whose run
+# would likely end past this many seconds from the start is skipped, so the device call
+# ends in time with the tables it has. Every log leaves packed in $OUT/kernel_ab.tar.gz
+# (the device tool returns at most 8 files).
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
 source .gpu/gpu_env.sh
-out="${OUT:-/tmp}"
+final_out="${OUT:-/tmp}"
+out="$(mktemp -d)"
+trap 'tar -C "$out" -czf "$final_out/kernel_ab.tar.gz" .' EXIT
+t_start=$(date +%s)
+deadline="${GEMMD_AB_DEADLINE_S:-540}"
 builds=(gemm_bench "$@")
-.gpu/gpu_run.sh gpu_gemm 2>&1 | tail -n 20
+OUT="$out" GEMMD_TEST_TIMEOUT="${GEMMD_TEST_TIMEOUT:-120}" .gpu/gpu_run.sh gpu_gemm 2>&1 | tail -n 40
 only=()
 [ -n "${GEMMD_AB_ONLY:-}" ] && only=(--only "$GEMMD_AB_ONLY")
+read -r -a extra <<<"${GEMMD_AB_ARGS:-}"
+last=0
 for b in "${builds[@]}"; do
   [ -x ".gpu/bin/$b" ] || { echo "## $b: not in the bundle"; continue; }
-  echo "## $b"
-  timeout -s KILL 240 ".gpu/bin/$b" --kernel wgmma --reps 10 "${only[@]}" >"$out/$b.log" 2>&1
-  echo "rc=$?"
+  t0=$(date +%s)
+  if [ $((t0 - t_start + last)) -gt "$deadline" ]; then
+    echo "## $b: skipped, $((t0 - t_start)) s gone and the last build took $last s (deadline $deadline s)"
+    continue
+  fi
+  timeout -s KILL "${GEMMD_AB_BUILD_TIMEOUT_S:-240}" ".gpu/bin/$b" --kernel wgmma --reps 10 "${only[@]}" "${extra[@]}" >"$out/$b.log" 2>&1
+  rc=$?
+  last=$(($(date +%s) - t0))
+  echo "## $b: rc=$rc in $last s"
 done
 logs=()
 for b in "${builds[@]}"; do [ -s "$out/$b.log" ] && logs+=("$out/$b.log"); done
-python3 tools/bench/kernel_summary.py "${logs[@]}"
-python3 - "${logs[@]}" <<'PY'
+python3 tools/bench/kernel_summary.py "${logs[@]}" | tee "$out/summary.txt"
+python3 - "${logs[@]}" <<'PY' | tee "$out/ratios.txt"
 import re, sys
 def table(path):
     t = {}
