@@ -4,31 +4,34 @@
 // device-resident batch (group_table.h) that gpu_gemm.cu routes here (all but FP32
 // outputs).
 //
-// Per output tile of 128 × tile_n (group g, rows m0.., columns n0..; tile_n is the
-// batch's, 16..128):
+// Per output tile of BM × tile_n (group g, rows m0.., columns n0..; BM 128 or 256 by the
+// batch's kind of tile, tile_n the batch's, 16..128):
 //   producer warpgroup, thread 0: for each 128-wide K block, wait for the stage to be
 //     empty, arm its "full" barrier with the bytes to come, and issue two TMA loads: A rows
-//     m0.. (128, or fewer for a small group: a_box_rows) and B rows n0..n0+tile_n-1, 128
+//     m0.. (BM, or fewer for a small group: a_box_rows) and B rows n0..n0+tile_n-1, 128
 //     bytes of K each, 128-byte swizzled. TMA fills rows past m or n and bytes past k with
 //     zeros.
-//   producer warpgroup, warp 1: the same stages' scales (A's for the tile's 128 rows, B's
+//   producer warpgroup, warp 1: the same stages' scales (A's for the tile's BM rows, B's
 //     128×128 block) by cp.async into the stage's StageScales; its 32 lanes are the other
 //     arrivals the "full" barrier waits for.
-//   consumers (warpgroups 1 and 2, rows +0 and +64), one K block at a time: wait "full",
+//   consumers (warpgroups 1 and 2, rows +0 and +BM/2), one K block at a time: wait "full",
 //     issue the block's four WGMMAs (K = 32 each) into the block accumulator, read its
 //     scales from shared memory while they run, wait for them, release the stage ("empty",
 //     one arrive per warp) and promote: total += block · sa(row, kb) · sb(n-block, kb)
 //     (128×128 B scales; 1 otherwise). While one warpgroup promotes, the other's WGMMAs
-//     keep the tensor cores busy.
+//     keep the tensor cores busy. With 256-row tiles each warpgroup does this for its two
+//     64-row halves in turn.
 //   epilogue: B's per-row or per-tensor scale, rounding to BF16/FP16, the warpgroup's rows
-//     staged in shared memory and written out in 16-byte pieces (direct stores from
-//     registers for FP32 outputs or rows that are not 16-byte aligned).
+//     staged in shared memory and written out in 16-byte pieces, or by TMA tensor stores
+//     (the TMA-store kind); direct stores from registers for FP32 outputs or rows that are
+//     not 16-byte aligned.
 //
-// The host side (gemmd_gpu_gemm_prepare) picks tile_n and writes, into the batch before its
-// upload, two tensor maps per group (A in the batch's A arena, B wherever the weight
-// lives) and the groups' tile prefix sums; the kernel binary-searches those to map a tile
-// to its group. The grid (one CTA per SM) and the code are fixed (every tile_n is compiled
-// in and chosen at run time from the header), so a captured graph replays for any batch.
+// The host side (gemmd_gpu_gemm_prepare) picks the kind and tile_n and writes, into the
+// batch before its upload, three tensor maps per group (A in the batch's A arena, B
+// wherever the weight lives, D for TMA stores) and the groups' tile prefix sums; the kernel
+// binary-searches those to map a tile to its group. The grid (one CTA per SM) and the code
+// are fixed (every tile_n, and every kind the build has, is compiled in and chosen at run
+// time from the header), so a captured graph replays for any batch.
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <stdint.h>
