@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "kernels/cuda_check.h"
@@ -190,27 +191,20 @@ int run_batch(test_rng_t *rng, std::vector<Group> &gs, const char *what, bool ex
   struct Variant {
     gemmd_gpu_kernel_t kernel;
     uint32_t kind, tile_n;
-    const char *name;
+    std::string name;
   };
-  constexpr uint32_t kAuto = GEMMD_GPU_TILE_KIND_AUTO;
-  const Variant variants[] = {
-      {GEMMD_GPU_KERNEL_SIMPLE, kAuto, 0, "simple"},
-      {GEMMD_GPU_KERNEL_WGMMA, kAuto, 0, "wgmma"},
-      {GEMMD_GPU_KERNEL_WGMMA, GEMMD_TILE_ROWS128, 16, "wgmma/rows128/16"},
-      {GEMMD_GPU_KERNEL_WGMMA, GEMMD_TILE_ROWS128, 32, "wgmma/rows128/32"},
-      {GEMMD_GPU_KERNEL_WGMMA, GEMMD_TILE_ROWS128, 64, "wgmma/rows128/64"},
-      {GEMMD_GPU_KERNEL_WGMMA, GEMMD_TILE_ROWS128, 128, "wgmma/rows128/128"},
-      {GEMMD_GPU_KERNEL_WGMMA, GEMMD_TILE_ROWS128_TMA_STORE, 16, "wgmma/tma_store/16"},
-      {GEMMD_GPU_KERNEL_WGMMA, GEMMD_TILE_ROWS128_TMA_STORE, 32, "wgmma/tma_store/32"},
-      {GEMMD_GPU_KERNEL_WGMMA, GEMMD_TILE_ROWS128_TMA_STORE, 64, "wgmma/tma_store/64"},
-      {GEMMD_GPU_KERNEL_WGMMA, GEMMD_TILE_ROWS128_TMA_STORE, 128, "wgmma/tma_store/128"},
-      {GEMMD_GPU_KERNEL_WGMMA, GEMMD_TILE_ROWS256, 16, "wgmma/rows256/16"},
-      {GEMMD_GPU_KERNEL_WGMMA, GEMMD_TILE_ROWS256, 32, "wgmma/rows256/32"},
-      {GEMMD_GPU_KERNEL_WGMMA, GEMMD_TILE_ROWS256, 64, "wgmma/rows256/64"},
-      {GEMMD_GPU_KERNEL_WGMMA, GEMMD_TILE_ROWS256, 128, "wgmma/rows256/128"}};
+  std::vector<Variant> variants = {{GEMMD_GPU_KERNEL_SIMPLE, GEMMD_GPU_TILE_KIND_AUTO, 0, "simple"},
+                                   {GEMMD_GPU_KERNEL_WGMMA, GEMMD_GPU_TILE_KIND_AUTO, 0, "wgmma"}};
+  const char *const kind_names[GEMMD_TILE_KINDS] = {"rows128", "tma_store", "rows256"};
+  for (uint32_t kind = 0; kind < GEMMD_TILE_KINDS; kind++) {
+    for (uint32_t tn : {16u, 32u, 64u, 128u}) {
+      variants.push_back({GEMMD_GPU_KERNEL_WGMMA, kind, tn,
+                          std::string("wgmma/") + kind_names[kind] + "/" + std::to_string(tn)});
+    }
+  }
   for (const Variant &var : variants) {
     const gemmd_gpu_kernel_t kernel = var.kernel;
-    const char *kname = var.name;
+    const char *kname = var.name.c_str();
     if (kernel == GEMMD_GPU_KERNEL_WGMMA) {
       const int rc = gemmd_gpu_gemm_prepare_tiles(kernel, host.data(), reinterpret_cast<uint64_t>(dev), var.kind,
                                                   var.tile_n);
