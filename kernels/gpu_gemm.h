@@ -59,7 +59,9 @@ gemmd_gpu_tiles_t gemmd_gpu_gemm_choose_tiles(const gemmd_group_params_t *table,
 
 /* gemmd_gpu_gemm_prepare with a forced configuration: `kind` a gemmd_tile_kind_t (or
  * GEMMD_GPU_TILE_KIND_AUTO) and tiles of `tile_n` columns (16, 32, 64 or 128; 0: the best
- * width for that kind). GEMMD_EINVAL for other values. Benchmarks and tests. */
+ * width for that kind). GEMMD_EINVAL for other values, GEMMD_ENOTSUP for a kind the build
+ * lacks (gemmd's build has ROWS128 alone, and AUTO gives it; the kinds3 build has all
+ * three and AUTO follows gemmd_gpu_gemm_choose_tiles). Benchmarks and tests. */
 int gemmd_gpu_gemm_prepare_tiles(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch, uint32_t kind,
                                  uint32_t tile_n);
 

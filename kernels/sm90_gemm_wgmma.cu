@@ -202,10 +202,8 @@ __device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
 
-
 // A consumer warp is done with a stage (its WGMMAs reading it have completed): one arrive
-// per warp, not per thread (with clusters, on both CTAs' barriers: the stage may hold the
-// other CTA's multicast).
+// per warp, not per thread.
 __device__ __forceinline__ void release_stage(uint64_t *bar) {
   __syncwarp();
   if (threadIdx.x % 32 == 0) {
@@ -272,7 +270,6 @@ __device__ __forceinline__ void tmap_prefetch(const void *tmap) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(tmap) : "memory");
 }
 
-
 // Rows y.. of the map's 2D tensor, bytes x.. of each, into `dst`; completion counted on `bar`.
 __device__ __forceinline__ void tma_load_2d(void *dst, const void *tmap, uint64_t *bar, uint32_t x, uint32_t y) {
   asm volatile(
@@ -281,7 +278,6 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const void *tmap, uint64_
       "l"(tmap), "r"(x), "r"(y), "r"(smem_addr(bar))
       : "memory");
 }
-
 
 // 4 bytes from global to shared memory, asynchronously (cp.async).
 __device__ __forceinline__ void cp_async_4(void *dst, const void *src) {
@@ -653,30 +649,30 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
       }
     } else {
 #pragma unroll
-    for (uint32_t h = 0; h < kHalves; h++) {  // each 64-row half of the warpgroup's rows
-      const uint32_t row_base = tr.m0 + wg * kWgRows + h * 64;
-      uint8_t *stage_out = R::out_staging(ring) + (wg * kHalves + h) * 64 * R::kOutPitch;
-      warpgroup_sync(wg);  // the last tile's staged rows have all been written out
+      for (uint32_t h = 0; h < kHalves; h++) {  // each 64-row half of the warpgroup's rows
+        const uint32_t row_base = tr.m0 + wg * kWgRows + h * 64;
+        uint8_t *stage_out = R::out_staging(ring) + (wg * kHalves + h) * 64 * R::kOutPitch;
+        warpgroup_sync(wg);  // the last tile's staged rows have all been written out
 #pragma unroll
-      for (uint32_t j = 0; j < kRegs / 4; j++) {
-        const uint32_t c = 8 * j + 2 * (lane % 4);
-        float c0, c1;
-        col_scales(tr.n0 + c, c0, c1);
-        const float *t = total + h * kRegs + j * 4;
-        st_shared_u32(stage_out + r0 * R::kOutPitch + c * 2, gemmd_pack_pair(out_dtype, t[0] * c0, t[1] * c1));
-        st_shared_u32(stage_out + (r0 + 8) * R::kOutPitch + c * 2, gemmd_pack_pair(out_dtype, t[2] * c0, t[3] * c1));
-      }
-      warpgroup_sync(wg);
-      constexpr uint32_t kChunks = BN / 8;  // 16-byte pieces per row
+        for (uint32_t j = 0; j < kRegs / 4; j++) {
+          const uint32_t c = 8 * j + 2 * (lane % 4);
+          float c0, c1;
+          col_scales(tr.n0 + c, c0, c1);
+          const float *t = total + h * kRegs + j * 4;
+          st_shared_u32(stage_out + r0 * R::kOutPitch + c * 2, gemmd_pack_pair(out_dtype, t[0] * c0, t[1] * c1));
+          st_shared_u32(stage_out + (r0 + 8) * R::kOutPitch + c * 2, gemmd_pack_pair(out_dtype, t[2] * c0, t[3] * c1));
+        }
+        warpgroup_sync(wg);
+        constexpr uint32_t kChunks = BN / 8;  // 16-byte pieces per row
 #pragma unroll 4
-      for (uint32_t i = tid; i < 64 * kChunks; i += 128) {
-        const uint32_t r = i / kChunks, ch = i % kChunks, row = row_base + r, col = tr.n0 + ch * 8;
-        if (row < m && col < n) {
-          const uint4 piece = ld_shared_v4(stage_out + r * R::kOutPitch + ch * 16);
-          *reinterpret_cast<uint4 *>(D + ((size_t)row * n + col) * 2) = piece;
+        for (uint32_t i = tid; i < 64 * kChunks; i += 128) {
+          const uint32_t r = i / kChunks, ch = i % kChunks, row = row_base + r, col = tr.n0 + ch * 8;
+          if (row < m && col < n) {
+            const uint4 piece = ld_shared_v4(stage_out + r * R::kOutPitch + ch * 16);
+            *reinterpret_cast<uint4 *>(D + ((size_t)row * n + col) * 2) = piece;
+          }
         }
       }
-    }
     }
     return;
   }
@@ -726,7 +722,6 @@ __device__ __forceinline__ void consume(const BatchView &v, uint8_t *ring, Barri
     }
   }
 }
-
 
 // Runs f(K{}, std::integral_constant<uint32_t, BN>{}) for the batch's tile kind K and
 // width BN: every pair is compiled in, and each role picks its instance from the batch
