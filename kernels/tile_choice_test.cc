@@ -107,6 +107,28 @@ int main() {
     TEST_CHECK(gemmd_gpu_gemm_parts_run(GEMMD_GPU_KERNEL_WGMMA, &dummy, 8, nullptr) == GEMMD_EINVAL, "bad mask");
     TEST_CHECK(gemmd_gpu_gemm_parts_run(GEMMD_GPU_KERNEL_WGMMA, nullptr, 1, nullptr) == GEMMD_EINVAL, "no batch");
   }
+  // A forced configuration outside the kernel's is refused before anything is written.
+  {
+    // A batch the kernel would take (no groups, a scheduling area), so each refusal below
+    // comes from its own check.
+    std::vector<uint8_t> host(512, 0);
+    reinterpret_cast<gemmd_batch_header_t *>(host.data())->sched_arena = 128;
+    const std::vector<uint8_t> before = host;
+    const uint64_t dev = 1u << 20;  // never touched: the checks come first
+    TEST_CHECK(gemmd_gpu_gemm_prepare_tiles(GEMMD_GPU_KERNEL_WGMMA, host.data(), dev, GEMMD_TILE_ROWS128, 48) ==
+                   GEMMD_EINVAL,
+               "width 48");
+    TEST_CHECK(gemmd_gpu_gemm_prepare_tiles(GEMMD_GPU_KERNEL_WGMMA, host.data(), dev, GEMMD_TILE_KINDS, 0) ==
+                   GEMMD_EINVAL,
+               "kind past the last");
+    TEST_CHECK(gemmd_gpu_gemm_prepare_tiles(GEMMD_GPU_KERNEL_WGMMA, nullptr, dev, GEMMD_GPU_TILE_KIND_AUTO, 0) ==
+                   GEMMD_EINVAL,
+               "no batch");
+    TEST_CHECK(gemmd_gpu_gemm_prepare_tiles(GEMMD_GPU_KERNEL_WGMMA, host.data(), 0, GEMMD_GPU_TILE_KIND_AUTO, 0) ==
+                   GEMMD_EINVAL,
+               "no device batch");
+    TEST_CHECK(host == before, "a refused configuration writes nothing");
+  }
   std::printf("tile_choice_test: %zu widths and %zu kinds, %d wrong\n", sizeof cases / sizeof cases[0],
               sizeof kinds / sizeof kinds[0], bad);
   return bad == 0 ? 0 : 1;
