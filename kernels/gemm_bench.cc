@@ -128,10 +128,6 @@ struct Bench {
   }
 };
 
-// gemmd_tile_kind_t's names on the command line and in the table.
-const char *const kKindNames[GEMMD_TILE_KINDS] = {"rows128", "tma_store", "rows256"};
-const char *kind_name(uint32_t kind) { return kind < GEMMD_TILE_KINDS ? kKindNames[kind] : "?"; }
-
 // FP64 check of a few rows of group g's D (BF16, dense m×n) against the inputs.
 double check_rows(const std::vector<uint8_t> &a, const std::vector<float> &sa, const Weight &w,
                   uint32_t m, const std::vector<uint16_t> &d) {
@@ -256,12 +252,12 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
   for (uint32_t kind : B.kinds) {
     if (gemmd_gpu_gemm_prepare_tiles(B.kernel, host.data(), reinterpret_cast<uint64_t>(batch), kind, 0) ==
         GEMMD_ENOTSUP) {
-      sweep += std::string(" ") + kind_name(kind) + ":not-built";
+      sweep += std::string(" ") + gemmd_tile_kind_name(kind) + ":not-built";
       continue;
     }
     const Timing t = run_ours(kind, 0, true, &tiles);
     char cell[64];
-    std::snprintf(cell, sizeof cell, " %s/%u:%.1f%s", kind_name(kind), tiles.tile_n, t.us, t.ok ? "" : "(FAIL)");
+    std::snprintf(cell, sizeof cell, " %s/%u:%.1f%s", gemmd_tile_kind_name(kind), tiles.tile_n, t.us, t.ok ? "" : "(FAIL)");
     sweep += cell;
   }
   ours = run_ours(GEMMD_GPU_TILE_KIND_AUTO, 0, true, &tiles);  // last: the batch holds the chosen configuration
@@ -316,11 +312,11 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
               bytes / (ours.us * 1e-6) * 1e-12, ours.ok ? "ok" : "FAIL", lt.us, tf_lt,
               lt.us > 0 ? bytes / (lt.us * 1e-6) * 1e-12 : 0.0,
               lt_rc != GEMMD_OK ? gemmd_strerror(lt_rc) : (lt.ok ? "ok" : "FAIL"),
-              lt.us > 0 ? lt.us / ours.us : 0.0, kind_name(tiles.kind), sweep.c_str());
+              lt.us > 0 ? lt.us / ours.us : 0.0, gemmd_tile_kind_name(tiles.kind), sweep.c_str());
   std::fflush(stdout);
   if (csv != nullptr) {
     std::fprintf(csv, "%s,%s,%u,%.2f,%.1f,%.3f,%.3g,%.2f,%.1f,%.3f,%.3g,%.3f,%s\n", c.name.c_str(),
-                 kind_name(tiles.kind), tile_n, ours.us,
+                 gemmd_tile_kind_name(tiles.kind), tile_n, ours.us,
                  tf_ours,
                  bytes / (ours.us * 1e-6) * 1e-12, ours.err_max, lt.us, tf_lt,
                  lt.us > 0 ? bytes / (lt.us * 1e-6) * 1e-12 : 0.0, lt.err_max, lt.us > 0 ? lt.us / ours.us : 0.0,
@@ -386,7 +382,7 @@ int main(int argc, char **argv) {
         const char *end = std::strchr(p, ',');
         const std::string name(p, end ? end - p : std::strlen(p));
         uint32_t kind = 0;
-        while (kind < GEMMD_TILE_KINDS && name != kKindNames[kind]) kind++;
+        while (kind < GEMMD_TILE_KINDS && name != gemmd_tile_kind_name(kind)) kind++;
         if (kind == GEMMD_TILE_KINDS) {
           std::fprintf(stderr, "gemm_bench: --kinds takes a list of rows128, tma_store, rows256, not '%s'\n",
                        argv[i + 1]);

@@ -195,11 +195,10 @@ int run_batch(test_rng_t *rng, std::vector<Group> &gs, const char *what, bool ex
   };
   std::vector<Variant> variants = {{GEMMD_GPU_KERNEL_SIMPLE, GEMMD_GPU_TILE_KIND_AUTO, 0, "simple"},
                                    {GEMMD_GPU_KERNEL_WGMMA, GEMMD_GPU_TILE_KIND_AUTO, 0, "wgmma"}};
-  const char *const kind_names[GEMMD_TILE_KINDS] = {"rows128", "tma_store", "rows256"};
   for (uint32_t kind = 0; kind < GEMMD_TILE_KINDS; kind++) {
     for (uint32_t tn : {16u, 32u, 64u, 128u}) {
       variants.push_back({GEMMD_GPU_KERNEL_WGMMA, kind, tn,
-                          std::string("wgmma/") + kind_names[kind] + "/" + std::to_string(tn)});
+                          std::string("wgmma/") + gemmd_tile_kind_name(kind) + "/" + std::to_string(tn)});
     }
   }
   for (const Variant &var : variants) {

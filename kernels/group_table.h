@@ -63,6 +63,12 @@ typedef enum {
   GEMMD_TILE_KINDS = 3
 } gemmd_tile_kind_t;
 
+/* A kind's name in tools and logs ("rows128", "tma_store", "rows256"; "?" past the last). */
+static inline const char *gemmd_tile_kind_name(uint32_t kind) {
+  static const char *const names[GEMMD_TILE_KINDS] = {"rows128", "tma_store", "rows256"};
+  return kind < GEMMD_TILE_KINDS ? names[kind] : "?";
+}
+
 /* The first 64 bytes of a batch on the device. */
 typedef struct gemmd_batch_header_s {
   uint32_t n_groups;

@@ -2,7 +2,7 @@
 # On the GPU machine: the kernel gemmd runs against candidate builds, in one call.
 #   1. every gpu_gemm*_test of the bundle (each build against the FP64 reference);
 #   2. gemm_bench and each candidate (kernels:gemm_bench_<name>) over issue 6's cases,
-#      one build after the other, each table to $OUT/<build>.log;
+#      one build after the other, each table to <build>.log;
 #   3. issue 6's summary of each table (kernel_summary.py) and, per case, the candidates'
 #      time over gemm_bench's.
 # Build the bundle with the candidates first (packed, every candidate fits the device tool's
@@ -10,7 +10,8 @@
 #   deploy/gpu_bundle.sh //kernels:gemm_bench_<name> //kernels:gpu_gemm_<name>_test ...
 #   tools/bench/kernel_ab.sh gemm_bench_<name> [...]
 # GEMMD_AB_ONLY: gemm_bench --only; GEMMD_AB_ARGS: more gemm_bench arguments (say
-# "--kinds rows128,tma_store,rows256 --tile-n 16,32,64,128"); GEMMD_AB_DEADLINE_S (default 540): a build whose run
+# "--kinds rows128,tma_store,rows256 --tile-n 16,32,64,128"); GEMMD_AB_BUILD_TIMEOUT_S
+# (default 240): one build's limit; GEMMD_AB_DEADLINE_S (default 540): a build whose run
 # would likely end past this many seconds from the start is skipped, so the device call
 # ends in time with the tables it has. Every log leaves packed in $OUT/kernel_ab.tar.gz
 # (the device tool returns at most 8 files).
