@@ -303,49 +303,54 @@ class Safety(unittest.TestCase):
         self.healthy()
 
     def test_flooding_client_is_held_to_its_limit(self):
+        """A client with 64 requests in its ring holds at most its 4 in the daemon, so a
+        bystander's request is served after those few, not after the whole flood. Checked by
+        counting the flood's completions during the bystander's wait (load on the test
+        machine changes how long that takes, not how many)."""
         d2 = H.Gemmd("--max-inflight-per-client", "4")
-        try:
-            pb = self.pb
-            k = 2048
-            w = H.make_matrix(pb, self.rng, 2048, k, H.DT_E4M3, H.SL_NONE)
-            d2.stub().RegisterWeight(iter([pb.RegisterWeightRequest(name="w", weight=w)]))
-            flood = S.Client(d2.shm_socket)
-            wid = flood.weight_info(name="w")[0]
-            self.assertEqual(flood.max_inflight, 4)
-            a_off = flood.alloc(512 * k)
-            flood.write(a_off, bytes(512 * k))
-            outs = [flood.alloc(512 * 2048 * 2) for _ in range(8)]
-            ids = [flood.gemm_async(m=512, k=k, a=(a_off, 1, 0, 0), weight_id=wid, d=outs[i % 8],
-                                    d_capacity=512 * 2048 * 2)
-                   for i in range(64)]  # far more than the limit: the rest wait in the ring
-            time.sleep(0.3)
-            peak = 0
-            other = S.Client(d2.shm_socket)
-            a = H.make_matrix(pb, self.rng, 1, k, H.DT_E4M3, H.SL_NONE)
-            ao = other.alloc(k)
-            other.write(ao, a.data)
-            do = other.alloc(2048 * 2)
-            waits = []
-            for _ in range(5):
-                t0 = time.monotonic()
-                other.gemm(m=1, k=k, a=(ao, 1, 0, 0), weight_id=wid, d=do, d_capacity=2048 * 2)
-                waits.append(time.monotonic() - t0)
-                st = d2.stub().GetStats(pb.GetStatsRequest())
-                peak = max(peak, st.inflight_requests)
-            self.assertLessEqual(peak, 4 + 1, "the flooder had more than its 4 in flight")
-            # The bystander waits behind at most the flooder's 4, not its 64.
-            one = flood_time = None
-            t0 = time.monotonic()
-            for rid in ids:
-                self.assertEqual(flood.wait(rid).status, 0)
-            flood_time = (time.monotonic() - t0)
-            one = max(flood_time / 64, 1e-4)
-            self.assertLess(max(waits), 10 * one + 0.5,
-                            "bystander waited %.3f s; one flood GEMM takes %.4f s" % (max(waits), one))
-            flood.close()
-            other.close()
-        finally:
-            d2.stop()
+        self.addCleanup(d2.stop)
+        pb = self.pb
+        k = 2048
+        w = H.make_matrix(pb, self.rng, 2048, k, H.DT_E4M3, H.SL_NONE)
+        d2.stub().RegisterWeight(iter([pb.RegisterWeightRequest(name="w", weight=w)]))
+        flood = S.Client(d2.shm_socket)
+        self.addCleanup(flood.close)
+        other = S.Client(d2.shm_socket)
+        self.addCleanup(other.close)
+        wid = flood.weight_info(name="w")[0]
+        self.assertEqual(flood.max_inflight, 4)
+        a = H.make_matrix(pb, self.rng, 1, k, H.DT_E4M3, H.SL_NONE)
+        ao = other.alloc(k)
+        other.write(ao, a.data)
+        do = other.alloc(2048 * 2)
+        a_off = flood.alloc(512 * k)
+        flood.write(a_off, bytes(512 * k))
+        outs = [flood.alloc(512 * 2048 * 2) for _ in range(8)]
+        ids = [flood.gemm_async(m=512, k=k, a=(a_off, 1, 0, 0), weight_id=wid, d=outs[i % 8],
+                                d_capacity=512 * 2048 * 2)
+               for i in range(64)]  # far more than the limit: the rest wait in the ring
+        time.sleep(0.05)
+        flood._consume()
+        done_before = len(flood._done)
+        other.gemm(m=1, k=k, a=(ao, 1, 0, 0), weight_id=wid, d=do, d_capacity=2048 * 2)
+        flood._consume()
+        done_during = len(flood._done) - done_before
+        peak = d2.stub().GetStats(pb.GetStatsRequest()).inflight_requests
+        for _ in range(4):
+            other.gemm(m=1, k=k, a=(ao, 1, 0, 0), weight_id=wid, d=do, d_capacity=2048 * 2)
+            peak = max(peak, d2.stub().GetStats(pb.GetStatsRequest()).inflight_requests)
+        self.assertLessEqual(peak, 4 + 1, "the flooder had more than its 4 in flight")
+        for rid in ids:
+            self.assertEqual(flood.wait(rid).status, 0)
+        pending_before = 64 - done_before
+        # Where the backend finished the flood before the bystander came (a GPU does 64 of
+        # these in about a millisecond) there is no queue to jump, and only the peak counts.
+        if pending_before > 16:
+            # Ahead of the bystander: the flooder's 4 in the daemon, and at most 4 more that
+            # may share its batch; a few more may publish between the two counts.
+            self.assertLessEqual(done_during, 12,
+                                 "%d of the flood's %d pending requests were served while the "
+                                 "bystander waited" % (done_during, pending_before))
 
 
 class Metrics(unittest.TestCase):
