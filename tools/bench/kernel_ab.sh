@@ -10,7 +10,9 @@
 #   deploy/gpu_bundle.sh //kernels:gemm_bench_<name> //kernels:gpu_gemm_<name>_test ...
 #   tools/bench/kernel_ab.sh gemm_bench_<name> [...]
 # GEMMD_AB_ONLY: gemm_bench --only; GEMMD_AB_ARGS: more gemm_bench arguments (say
-# "--kinds rows128,tma_store,rows256 --tile-n 16,32,64,128"); GEMMD_AB_BUILD_TIMEOUT_S
+# "--kinds rows128,tma_store,rows256 --tile-n 16,32,64,128"), replaced for one build by
+# GEMMD_AB_ARGS_<build> (say GEMMD_AB_ARGS_gemm_bench_rows256s4="--kinds rows256
+# --only 4096x"; its --only wins over GEMMD_AB_ONLY's); GEMMD_AB_BUILD_TIMEOUT_S
 # (default 240): one build's limit; GEMMD_AB_DEADLINE_S (default 540): a build whose run
 # would likely end past this many seconds from the start is skipped, so the device call
 # ends in time with the tables it has. Every log leaves packed in $OUT/kernel_ab.tar.gz
@@ -27,10 +29,11 @@ builds=(gemm_bench "$@")
 OUT="$out" GEMMD_TEST_TIMEOUT="${GEMMD_TEST_TIMEOUT:-120}" .gpu/gpu_run.sh gpu_gemm 2>&1 | tail -n 40
 only=()
 [ -n "${GEMMD_AB_ONLY:-}" ] && only=(--only "$GEMMD_AB_ONLY")
-read -r -a extra <<<"${GEMMD_AB_ARGS:-}"
 last=0
 for b in "${builds[@]}"; do
   [ -x ".gpu/bin/$b" ] || { echo "## $b: not in the bundle"; continue; }
+  own="GEMMD_AB_ARGS_$b"
+  read -r -a extra <<<"${!own-${GEMMD_AB_ARGS:-}}"
   t0=$(date +%s)
   if [ $((t0 - t_start + last)) -gt "$deadline" ]; then
     echo "## $b: skipped, $((t0 - t_start)) s gone and the last build took $last s (deadline $deadline s)"
