@@ -5,7 +5,10 @@
 //
 //   gemm_bench [--kernel simple|wgmma] [--reps N] [--only SUBSTRING] [--csv FILE]
 //              [--tile-n 16,32,64,128] [--kinds rows128,tma_store,rows256] [--b-scales block|tensor]
+//              [--shape MxNxK,...]
 //
+// --shape replaces the issue's cases with dense ones of those shapes (say 1x128x128, one
+// tile of one K block: the kernel's fixed cost).
 // --b-scales tensor gives B one scale per tensor instead of 128×128 blocks (A keeps its
 // 1×128 scales: gemmd normalizes every A to them), for issue 6's "block scaling within 5%
 // of per-tensor"; cuBLASLt has no mode for that mix and is not run then.
@@ -332,6 +335,25 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
   }
 }
 
+// Dense cases "MxNxK,MxNxK,..."; empty if the list does not parse.
+std::vector<Case> shape_cases(const char *list) {
+  std::vector<Case> v;
+  for (const char *p = list; *p != '\0';) {
+    unsigned m = 0, n = 0, k = 0;
+    int used = 0;
+    const unsigned most = 1u << 17;  // and no sign: sscanf's %u would take "-1"
+    if (*p == '-' || std::sscanf(p, "%ux%ux%u%n", &m, &n, &k, &used) != 3 || m == 0 || n == 0 || k == 0 ||
+        m > most || n > most || k > most || (p[used] != '\0' && p[used] != ',')) {
+      return {};
+    }
+    char name[64];
+    std::snprintf(name, sizeof name, "dense %ux%ux%u", m, n, k);
+    v.push_back({name, {{m, n, k}}, false});
+    p += used + (p[used] == ',' ? 1 : 0);
+  }
+  return v;
+}
+
 std::vector<Case> cases() {
   std::vector<Case> v;
   const Shape nk[] = {{0, 2112, 7168}, {0, 24576, 1536}, {0, 32768, 512},
@@ -361,10 +383,19 @@ std::vector<Case> cases() {
 int main(int argc, char **argv) {
   Bench B;
   const char *only = nullptr, *csv_path = nullptr;
+  std::vector<Case> todo = cases();
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--reps")) B.reps = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--only")) only = argv[i + 1];
     if (!std::strcmp(argv[i], "--csv")) csv_path = argv[i + 1];
+    if (!std::strcmp(argv[i], "--shape")) {
+      todo = shape_cases(argv[i + 1]);
+      if (todo.empty()) {
+        std::fprintf(stderr, "gemm_bench: --shape takes MxNxK[,MxNxK...], sizes 1..131072, not '%s'\n",
+                     argv[i + 1]);
+        return 2;
+      }
+    }
     if (!std::strcmp(argv[i], "--tile-n")) {
       for (const char *p = argv[i + 1]; *p != '\0';) {
         char *end = nullptr;
@@ -384,8 +415,11 @@ int main(int argc, char **argv) {
         uint32_t kind = 0;
         while (kind < GEMMD_TILE_KINDS && name != gemmd_tile_kind_name(kind)) kind++;
         if (kind == GEMMD_TILE_KINDS) {
-          std::fprintf(stderr, "gemm_bench: --kinds takes a list of rows128, tma_store, rows256, not '%s'\n",
-                       argv[i + 1]);
+          std::fprintf(stderr, "gemm_bench: --kinds takes a list of");
+          for (uint32_t k = 0; k < GEMMD_TILE_KINDS; k++) {
+            std::fprintf(stderr, "%s %s", k ? "," : "", gemmd_tile_kind_name(k));
+          }
+          std::fprintf(stderr, ", not '%s'\n", argv[i + 1]);
           return 2;
         }
         B.kinds.push_back(kind);
@@ -430,7 +464,7 @@ int main(int argc, char **argv) {
   std::printf("%-34s %4s %9s %8s %8s %6s | %9s %8s %8s %6s | %7s%s\n", "case", "tn", "us", "TFLOPS", "TB/s",
               "check", "lt_us", "lt_TF", "lt_TB/s", "check", "vs lt",
               B.sweep.empty() && B.kinds.empty() ? "" : "  [sweep: tile_n:us, kind/tile_n:us]");
-  for (const Case &c : cases()) {
+  for (const Case &c : todo) {
     if (only && c.name.find(only) == std::string::npos) continue;
     run_case(B, &rng, c, csv);
   }
