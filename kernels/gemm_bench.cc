@@ -3,10 +3,12 @@
 // 1×128 scales, B with 128×128 scales, BF16 out), a check of sampled rows against the FP64
 // reference for both, then timing with an L2 flush before every run (CUDA events, median).
 //
-//   gemm_bench [--kernel simple|wgmma] [--reps N] [--only SUBSTRING] [--csv FILE]
+//   gemm_bench [--kernel simple|wgmma] [--reps N] [--only SUBSTRING[,SUBSTRING...]] [--csv FILE]
 //              [--tile-n 16,32,64,128] [--kinds rows128,tma_store,rows256] [--b-scales block|tensor]
-//              [--shape MxNxK,...]
+//              [--shape MxNxK,...] [--list]
 //
+// --only runs the cases whose name holds any of the substrings (say "dense 4096x,stacked");
+// --list prints the names of the cases the arguments select and exits (no GPU needed).
 // --shape replaces the cases with dense ones of those shapes (say 1x128x128, one
 // tile of one K block: the kernel's fixed cost).
 // --b-scales tensor gives B one scale per tensor instead of 128×128 blocks (A keeps its
@@ -394,38 +396,72 @@ std::vector<Case> cases() {
   return v;
 }
 
+// Whether `name` holds any of the comma-separated substrings of `list`.
+bool matches_any(const std::string &name, const char *list) {
+  for (const char *p = list;;) {
+    const char *comma = std::strchr(p, ',');
+    const std::string part(p, comma ? comma - p : std::strlen(p));
+    if (!part.empty() && name.find(part) != std::string::npos) return true;
+    if (!comma) return false;
+    p = comma + 1;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
   Bench B;
   const char *only = nullptr, *csv_path = nullptr;
   std::vector<Case> todo = cases();
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--reps")) B.reps = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--only")) only = argv[i + 1];
-    if (!std::strcmp(argv[i], "--csv")) csv_path = argv[i + 1];
-    if (!std::strcmp(argv[i], "--shape")) {
-      todo = shape_cases(argv[i + 1]);
+  bool list = false;
+  static const char *const kValued[] = {"--reps", "--only", "--csv", "--shape", "--tile-n", "--kinds", "--b-scales",
+                                        "--kernel"};
+  for (int i = 1; i < argc; i++) {
+    if (!std::strcmp(argv[i], "--list")) {
+      list = true;
+      continue;
+    }
+    bool known = false;
+    for (const char *flag : kValued) known = known || !std::strcmp(argv[i], flag);
+    if (!known || i + 1 >= argc) {
+      std::fprintf(stderr, "gemm_bench: %s '%s' (see the usage at the top of kernels/gemm_bench.cc)\n",
+                   known ? "no value after" : "unknown argument", argv[i]);
+      return 2;
+    }
+    i++;  // argv[i - 1] is the flag, argv[i] its value
+    if (!std::strcmp(argv[i - 1], "--reps")) {
+      char *end = nullptr;
+      const long reps = std::strtol(argv[i], &end, 10);
+      if (end == argv[i] || *end != '\0' || reps < 1 || reps > 100000) {
+        std::fprintf(stderr, "gemm_bench: --reps takes a count of 1..100000, not '%s'\n", argv[i]);
+        return 2;
+      }
+      B.reps = (int)reps;
+    }
+    if (!std::strcmp(argv[i - 1], "--only")) only = argv[i];
+    if (!std::strcmp(argv[i - 1], "--csv")) csv_path = argv[i];
+    if (!std::strcmp(argv[i - 1], "--shape")) {
+      todo = shape_cases(argv[i]);
       if (todo.empty()) {
         std::fprintf(stderr, "gemm_bench: --shape takes MxNxK[,MxNxK...], sizes 1..131072, not '%s'\n",
-                     argv[i + 1]);
+                     argv[i]);
         return 2;
       }
     }
-    if (!std::strcmp(argv[i], "--tile-n")) {
-      for (const char *p = argv[i + 1]; *p != '\0';) {
+    if (!std::strcmp(argv[i - 1], "--tile-n")) {
+      for (const char *p = argv[i]; *p != '\0';) {
         char *end = nullptr;
         const unsigned long tn = std::strtoul(p, &end, 10);
         if (end == p || (tn != 16 && tn != 32 && tn != 64 && tn != 128)) {
-          std::fprintf(stderr, "gemm_bench: --tile-n takes a list of 16, 32, 64, 128, not '%s'\n", argv[i + 1]);
+          std::fprintf(stderr, "gemm_bench: --tile-n takes a list of 16, 32, 64, 128, not '%s'\n", argv[i]);
           return 2;
         }
         B.sweep.push_back((uint32_t)tn);
         p = *end == ',' ? end + 1 : end;
       }
     }
-    if (!std::strcmp(argv[i], "--kinds")) {
-      for (const char *p = argv[i + 1]; *p != '\0';) {
+    if (!std::strcmp(argv[i - 1], "--kinds")) {
+      for (const char *p = argv[i]; *p != '\0';) {
         const char *end = std::strchr(p, ',');
         const std::string name(p, end ? end - p : std::strlen(p));
         uint32_t kind = 0;
@@ -435,33 +471,48 @@ int main(int argc, char **argv) {
           for (uint32_t k = 0; k < GEMMD_TILE_KINDS; k++) {
             std::fprintf(stderr, "%s %s", k ? "," : "", gemmd_tile_kind_name(k));
           }
-          std::fprintf(stderr, ", not '%s'\n", argv[i + 1]);
+          std::fprintf(stderr, ", not '%s'\n", argv[i]);
           return 2;
         }
         B.kinds.push_back(kind);
         p = end ? end + 1 : p + name.size();
       }
     }
-    if (!std::strcmp(argv[i], "--b-scales")) {
-      if (!std::strcmp(argv[i + 1], "block")) {
+    if (!std::strcmp(argv[i - 1], "--b-scales")) {
+      if (!std::strcmp(argv[i], "block")) {
         B.b_layout = GEMMD_SCALE_BLOCK_128X128;
-      } else if (!std::strcmp(argv[i + 1], "tensor")) {
+      } else if (!std::strcmp(argv[i], "tensor")) {
         B.b_layout = GEMMD_SCALE_TENSOR;
       } else {
-        std::fprintf(stderr, "gemm_bench: --b-scales must be block or tensor, not '%s'\n", argv[i + 1]);
+        std::fprintf(stderr, "gemm_bench: --b-scales must be block or tensor, not '%s'\n", argv[i]);
         return 2;
       }
     }
-    if (!std::strcmp(argv[i], "--kernel")) {
-      if (!std::strcmp(argv[i + 1], "simple")) {
+    if (!std::strcmp(argv[i - 1], "--kernel")) {
+      if (!std::strcmp(argv[i], "simple")) {
         B.kernel = GEMMD_GPU_KERNEL_SIMPLE;
-      } else if (!std::strcmp(argv[i + 1], "wgmma")) {
+      } else if (!std::strcmp(argv[i], "wgmma")) {
         B.kernel = GEMMD_GPU_KERNEL_WGMMA;
       } else {
-        std::fprintf(stderr, "gemm_bench: --kernel must be simple or wgmma, not '%s'\n", argv[i + 1]);
+        std::fprintf(stderr, "gemm_bench: --kernel must be simple or wgmma, not '%s'\n", argv[i]);
         return 2;
       }
     }
+  }
+  if (only) {
+    std::vector<Case> picked;
+    for (const Case &c : todo) {
+      if (matches_any(c.name, only)) picked.push_back(c);
+    }
+    if (picked.empty()) {
+      std::fprintf(stderr, "gemm_bench: no case matches --only '%s' (--list shows them)\n", only);
+      return 2;
+    }
+    todo = picked;
+  }
+  if (list) {  // the cases these arguments select, without a GPU
+    for (const Case &c : todo) std::printf("%s\n", c.name.c_str());
+    return 0;
   }
   test_rng_t rng = {test_seed("gemm_bench")};
   cudaDeviceProp prop;
@@ -480,10 +531,7 @@ int main(int argc, char **argv) {
   std::printf("%-34s %4s %9s %8s %8s %6s | %9s %8s %8s %6s | %7s%s\n", "case", "tn", "us", "TFLOPS", "TB/s",
               "check", "lt_us", "lt_TF", "lt_TB/s", "check", "vs lt",
               B.sweep.empty() && B.kinds.empty() ? "" : "  [sweep: tile_n:us, kind/tile_n:us]");
-  for (const Case &c : todo) {
-    if (only && c.name.find(only) == std::string::npos) continue;
-    run_case(B, &rng, c, csv);
-  }
+  for (const Case &c : todo) run_case(B, &rng, c, csv);
   if (csv) std::fclose(csv);
   gemmd_cublaslt_destroy(B.lt);
   return 0;
