@@ -9,8 +9,9 @@
 # 64 MiB):
 #   deploy/gpu_bundle.sh //kernels:gemm_bench_<name> //kernels:gpu_gemm_<name>_test ...
 #   tools/bench/kernel_ab.sh gemm_bench_<name> [...]
-# GEMMD_AB_ONLY: gemm_bench --only (substrings, comma-separated); GEMMD_AB_ARGS: more gemm_bench arguments (say
-# "--kinds rows128,tma_store,rows256 --tile-n 16,32,64,128"), replaced for one build by
+# GEMMD_AB_ONLY: gemm_bench --only (substrings, comma-separated); GEMMD_AB_ARGS: more
+# gemm_bench arguments (say "--kinds rows128,tma_store,rows256 --tile-n 16,32,64,128",
+# checked beforehand with gemm_bench --list here), replaced for one build by
 # GEMMD_AB_ARGS_<build> (say GEMMD_AB_ARGS_gemm_bench_rows256s4="--kinds rows256
 # --only 4096x"; its --only wins over GEMMD_AB_ONLY's); GEMMD_AB_BUILD_TIMEOUT_S
 # (default 240): one build's limit; GEMMD_AB_DEADLINE_S (default 540): a build whose run
