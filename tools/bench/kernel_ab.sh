@@ -13,14 +13,40 @@
 # gemm_bench arguments (say "--kinds rows128,tma_store,rows256 --tile-n 16,32,64,128",
 # checked beforehand with gemm_bench --list here), replaced for one build by
 # GEMMD_AB_ARGS_<build> (say GEMMD_AB_ARGS_gemm_bench_rows256s4="--kinds rows256
-# --only 4096x"; its --only wins over GEMMD_AB_ONLY's); GEMMD_AB_BUILD_TIMEOUT_S
+# --only 'dense 4096x,stacked'": shell words, quoted as on a command line; its --only wins
+# over GEMMD_AB_ONLY's); GEMMD_AB_BUILD_TIMEOUT_S
 # (default 240): one build's limit; GEMMD_AB_DEADLINE_S (default 540): a build whose run
 # would likely end past this many seconds from the start is skipped, so the device call
 # ends in time with the tables it has. Every log leaves packed in $OUT/kernel_ab.tar.gz
 # (the device tool returns at most 8 files).
+# GEMMD_AB_DRY_RUN=1, on the build machine: no tests, no timing; each build's arguments go
+# through its gemm_bench --list, which prints the cases they select (or refuses them), so
+# a planned device call is checked before it costs device time.
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
 source .gpu/gpu_env.sh
+# bench_args BUILD: the gemm_bench arguments of BUILD, into the array `args`.
+bench_args() {
+  local own="GEMMD_AB_ARGS_$1" extra
+  eval "extra=(${!own-${GEMMD_AB_ARGS:-}})"  # shell words: quotes keep "dense 4096x,stacked" whole
+  args=(--kernel wgmma --reps 10)
+  [ -n "${GEMMD_AB_ONLY:-}" ] && args+=(--only "$GEMMD_AB_ONLY")
+  args+=("${extra[@]}")
+}
+if [ "${GEMMD_AB_DRY_RUN:-0}" = 1 ]; then
+  rc=0
+  for b in gemm_bench "$@"; do
+    [ -x ".gpu/bin/$b" ] || { echo "## $b: not in the bundle"; rc=1; continue; }
+    bench_args "$b"
+    if cases="$(".gpu/bin/$b" "${args[@]}" --list)"; then
+      echo "## $b ${args[*]}: $(echo "$cases" | wc -l) cases: $(echo "$cases" | paste -sd ';')"
+    else
+      echo "## $b: its arguments were refused"
+      rc=1
+    fi
+  done
+  exit $rc
+fi
 final_out="${OUT:-/tmp}"
 out="$(mktemp -d)"
 trap 'tar -C "$out" -czf "$final_out/kernel_ab.tar.gz" .' EXIT
@@ -28,19 +54,16 @@ t_start=$(date +%s)
 deadline="${GEMMD_AB_DEADLINE_S:-540}"
 builds=(gemm_bench "$@")
 OUT="$out" GEMMD_TEST_TIMEOUT="${GEMMD_TEST_TIMEOUT:-120}" .gpu/gpu_run.sh gpu_gemm 2>&1 | tail -n 40
-only=()
-[ -n "${GEMMD_AB_ONLY:-}" ] && only=(--only "$GEMMD_AB_ONLY")
 last=0
 for b in "${builds[@]}"; do
   [ -x ".gpu/bin/$b" ] || { echo "## $b: not in the bundle"; continue; }
-  own="GEMMD_AB_ARGS_$b"
-  read -r -a extra <<<"${!own-${GEMMD_AB_ARGS:-}}"
+  bench_args "$b"
   t0=$(date +%s)
   if [ $((t0 - t_start + last)) -gt "$deadline" ]; then
     echo "## $b: skipped, $((t0 - t_start)) s gone and the last build took $last s (deadline $deadline s)"
     continue
   fi
-  timeout -s KILL "${GEMMD_AB_BUILD_TIMEOUT_S:-240}" ".gpu/bin/$b" --kernel wgmma --reps 10 "${only[@]}" "${extra[@]}" >"$out/$b.log" 2>&1
+  timeout -s KILL "${GEMMD_AB_BUILD_TIMEOUT_S:-240}" ".gpu/bin/$b" "${args[@]}" >"$out/$b.log" 2>&1
   rc=$?
   last=$(($(date +%s) - t0))
   echo "## $b: rc=$rc in $last s"
