@@ -21,8 +21,9 @@
 // (default kernel: wgmma)
 //
 // Prints µs, TFLOPS, GB/s (A + B + scales + D, each once), ours/cuBLASLt speed ratio and
-// "prep=": the host time gemmd_gpu_gemm_prepare takes for the batch (tensor maps and all,
-// paid by the engine on every batch).
+// "prep=cold/warm": the host time gemmd_gpu_gemm_prepare takes for the batch (tile choice,
+// tensor maps, prefix sums; paid by the engine on every batch), with every tensor map new
+// and with them remembered.
 // cuBLASLt runs each group as its own call; a batch of groups is captured once as a CUDA
 // graph and replayed, the fastest way to issue many of them.
 #include <cuda_runtime_api.h>
@@ -271,17 +272,23 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
   ours = run_ours(GEMMD_GPU_TILE_KIND_AUTO, 0, true, &tiles);  // last: the batch holds the chosen configuration
   const uint32_t tile_n = tiles.tile_n;
   // The host's share of every batch the engine runs: gemmd_gpu_gemm_prepare (tile choice,
-  // tensor maps, prefix sums) on this batch, median of 21 calls (each leaves the batch as
-  // the last run had it).
-  std::vector<double> prep(21);
-  for (double &us : prep) {
-    const auto t0 = std::chrono::steady_clock::now();
-    TEST_CHECK(gemmd_gpu_gemm_prepare(B.kernel, host.data(), reinterpret_cast<uint64_t>(batch)) == GEMMD_OK,
-               "prepare");
-    us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-  }
-  std::nth_element(prep.begin(), prep.begin() + prep.size() / 2, prep.end());
-  const double prep_us = prep[prep.size() / 2];
+  // tensor maps, prefix sums) on this batch, median of 11 calls with every tensor map new
+  // (cold: forgotten first) and of 11 with them remembered from the call before (warm: a
+  // batch of registered weights in a slot whose layout repeats). Each call leaves the
+  // batch as the last run had it.
+  auto prepare_us = [&](bool cold) {
+    std::vector<double> us(11);
+    for (double &t : us) {
+      if (cold) gemmd_gpu_gemm_forget_maps();
+      const auto t0 = std::chrono::steady_clock::now();
+      TEST_CHECK(gemmd_gpu_gemm_prepare(B.kernel, host.data(), reinterpret_cast<uint64_t>(batch)) == GEMMD_OK,
+                 "prepare");
+      t = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    }
+    std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
+    return us[us.size() / 2];
+  };
+  const double prep_cold = prepare_us(true), prep_warm = prepare_us(false);
 
   // cuBLASLt: each group its own call, on converted A scales; D in its own buffer.
   std::vector<float *> sa_lt(ng);
@@ -327,21 +334,22 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
     lt.ok = false;
   }
   const double tf_ours = flops / (ours.us * 1e-6) * 1e-12, tf_lt = lt.us > 0 ? flops / (lt.us * 1e-6) * 1e-12 : 0;
-  std::printf("%-34s %4u %9.1f %8.1f %8.2f %6s | %9.1f %8.1f %8.2f %6s | %6.2fx prep=%.1fus kind=%s%s\n",
+  std::printf("%-34s %4u %9.1f %8.1f %8.2f %6s | %9.1f %8.1f %8.2f %6s | %6.2fx prep=%.1f/%.1fus kind=%s%s\n",
               c.name.c_str(), tile_n,
               ours.us, tf_ours,
               bytes / (ours.us * 1e-6) * 1e-12, ours.ok ? "ok" : "FAIL", lt.us, tf_lt,
               lt.us > 0 ? bytes / (lt.us * 1e-6) * 1e-12 : 0.0,
               lt_rc != GEMMD_OK ? gemmd_strerror(lt_rc) : (lt.ok ? "ok" : "FAIL"),
-              lt.us > 0 ? lt.us / ours.us : 0.0, prep_us, gemmd_tile_kind_name(tiles.kind), sweep.c_str());
+              lt.us > 0 ? lt.us / ours.us : 0.0, prep_cold, prep_warm, gemmd_tile_kind_name(tiles.kind),
+              sweep.c_str());
   std::fflush(stdout);
   if (csv != nullptr) {
-    std::fprintf(csv, "%s,%s,%u,%.2f,%.1f,%.3f,%.3g,%.2f,%.1f,%.3f,%.3g,%.3f,%.2f,%s\n", c.name.c_str(),
+    std::fprintf(csv, "%s,%s,%u,%.2f,%.1f,%.3f,%.3g,%.2f,%.1f,%.3f,%.3g,%.3f,%.2f,%.2f,%s\n", c.name.c_str(),
                  gemmd_tile_kind_name(tiles.kind), tile_n, ours.us,
                  tf_ours,
                  bytes / (ours.us * 1e-6) * 1e-12, ours.err_max, lt.us, tf_lt,
                  lt.us > 0 ? bytes / (lt.us * 1e-6) * 1e-12 : 0.0, lt.err_max, lt.us > 0 ? lt.us / ours.us : 0.0,
-                 prep_us, sweep.c_str());
+                 prep_cold, prep_warm, sweep.c_str());
   }
   for (float *p : sa_lt) cudaFree(p);
   cudaFree(d_lt);
@@ -527,7 +535,7 @@ int main(int argc, char **argv) {
   B.flush = dev_alloc<uint8_t>(B.flush_bytes);
   TEST_CHECK(gemmd_cublaslt_create(64u << 20, &B.lt) == GEMMD_OK, "cublasLt");
   FILE *csv = csv_path ? std::fopen(csv_path, "w") : nullptr;
-  if (csv) std::fprintf(csv, "case,kind,tile_n,us,tflops,tbps,err,lt_us,lt_tflops,lt_tbps,lt_err,speedup,prep_us,sweep\n");
+  if (csv) std::fprintf(csv, "case,kind,tile_n,us,tflops,tbps,err,lt_us,lt_tflops,lt_tbps,lt_err,speedup,prep_cold_us,prep_warm_us,sweep\n");
   std::printf("%-34s %4s %9s %8s %8s %6s | %9s %8s %8s %6s | %7s%s\n", "case", "tn", "us", "TFLOPS", "TB/s",
               "check", "lt_us", "lt_TF", "lt_TB/s", "check", "vs lt",
               B.sweep.empty() && B.kinds.empty() ? "" : "  [sweep: tile_n:us, kind/tile_n:us]");

@@ -42,6 +42,12 @@ uint64_t gemmd_gpu_gemm_sched_bytes(uint32_t n_groups);
  * driver's tensor-map encoder. Nothing to do (GEMMD_OK) for the other kernels. */
 int gemmd_gpu_gemm_prepare(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch);
 
+/* gemmd_gpu_gemm_prepare encodes each distinct tensor map once (by address, sizes, strides
+ * and box: a registered weight's B map is encoded for its first batch, then copied) and
+ * remembers up to 16384 (kernels/tmap_cache.h). This forgets them all: benchmarks, for
+ * the cost of a batch whose maps are all new. */
+void gemmd_gpu_gemm_forget_maps(void);
+
 /* A WGMMA tile configuration: the kind of tile (gemmd_tile_kind_t) and its width. */
 typedef struct gemmd_gpu_tiles_s {
   uint32_t kind;   /* gemmd_tile_kind_t */

@@ -46,6 +46,7 @@
 #include "kernels/gpu_gemm_device.cuh"
 #include "kernels/gpu_gemm_kernels.h"
 #include "kernels/sm90_wgmma_ops.cuh"
+#include "kernels/tmap_cache.h"
 
 // Timing probes (kernels:gemm_bench_probe{1..6}, docs/bench/kernels.md), to place the time
 // of one K block without hardware counters. Their results are wrong by design:
@@ -806,9 +807,16 @@ void load_encode() {
   }
 }
 
+// Every map this process encoded, by its inputs (tmap_cache.h); made on first use.
+gemmd::TmapCache &map_cache() {
+  static gemmd::TmapCache cache;
+  return cache;
+}
+
 // A 2D map over `rows` rows of `cols` bytes, `ld` bytes apart, at `addr`: boxes of 128
 // bytes × box_rows rows, 128-byte swizzle, zeros outside (past k as well as past m or n).
-bool encode(void *out, uint64_t addr, uint32_t cols, uint32_t ld, uint32_t rows, uint32_t box_rows) {
+// Encoded once per distinct set of inputs (map_cache).
+bool encode_now(void *out, uint64_t addr, uint32_t cols, uint32_t ld, uint32_t rows, uint32_t box_rows) {
   const cuuint64_t dims[2] = {cols, rows};
   const cuuint64_t strides[1] = {ld};
   const cuuint32_t box[2] = {BK, box_rows};
@@ -818,9 +826,14 @@ bool encode(void *out, uint64_t addr, uint32_t cols, uint32_t ld, uint32_t rows,
                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+bool encode(void *out, uint64_t addr, uint32_t cols, uint32_t ld, uint32_t rows, uint32_t box_rows) {
+  return map_cache().get(gemmd::TmapKey{addr, 0, cols, ld, rows, BK, box_rows}, out,
+                         [&](void *dst) { return encode_now(dst, addr, cols, ld, rows, box_rows); });
+}
+
 // D's map for the TMA-store epilogue: n columns × m rows of 2-byte values (rows n apart), boxes
 // of 64 rows × min(tile_n, 64) columns, swizzled as the kernel stages them.
-bool encode_d(void *out, uint64_t addr, uint32_t n, uint32_t m, uint32_t tile_n) {
+bool encode_d_now(void *out, uint64_t addr, uint32_t n, uint32_t m, uint32_t tile_n) {
   const uint32_t box_cols = tile_n < 64 ? tile_n : 64;
   const cuuint64_t dims[2] = {n, m};
   const cuuint64_t strides[1] = {(cuuint64_t)n * 2};
@@ -832,6 +845,11 @@ bool encode_d(void *out, uint64_t addr, uint32_t n, uint32_t m, uint32_t tile_n)
   return g_encode(static_cast<CUtensorMap *>(out), CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, reinterpret_cast<void *>(addr),
                   dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                   CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+bool encode_d(void *out, uint64_t addr, uint32_t n, uint32_t m, uint32_t tile_n) {
+  return map_cache().get(gemmd::TmapKey{addr, 1, n, 2 * n, m, tile_n, 64}, out,
+                         [&](void *dst) { return encode_d_now(dst, addr, n, m, tile_n); });
 }
 
 int g_grid = 0;                // one CTA per SM
@@ -931,6 +949,8 @@ extern "C" gemmd_gpu_tiles_t gemmd_gpu_gemm_choose_tiles(const gemmd_group_param
   const uint32_t kind = choose_kind(table, n_groups, sms);
   return gemmd_gpu_tiles_t{kind, choose_tile_n(table, n_groups, sms, kind_rows(kind))};
 }
+
+extern "C" void gemmd_gpu_gemm_forget_maps(void) { map_cache().clear(); }
 
 extern "C" int gemmd_gpu_gemm_prepare(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch) {
   return gemmd_gpu_gemm_prepare_tiles(kernel, host_batch, dev_batch, GEMMD_GPU_TILE_KIND_AUTO, 0);
