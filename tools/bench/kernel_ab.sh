@@ -49,11 +49,15 @@ if [ "${GEMMD_AB_DRY_RUN:-0}" = 1 ]; then
 fi
 final_out="${OUT:-/tmp}"
 out="$(mktemp -d)"
-trap 'tar -C "$out" -czf "$final_out/kernel_ab.tar.gz" .' EXIT
+# Packed after every step too: a call killed at its time limit (SIGKILL, no trap) still
+# returns what it had.
+pack() { tar -C "$out" -czf "$out.tgz" . && mv -f "$out.tgz" "$final_out/kernel_ab.tar.gz"; }
+trap pack EXIT
 t_start=$(date +%s)
 deadline="${GEMMD_AB_DEADLINE_S:-540}"
 builds=(gemm_bench "$@")
 OUT="$out" GEMMD_TEST_TIMEOUT="${GEMMD_TEST_TIMEOUT:-120}" .gpu/gpu_run.sh gpu_gemm 2>&1 | tail -n 40
+pack
 last=0
 for b in "${builds[@]}"; do
   [ -x ".gpu/bin/$b" ] || { echo "## $b: not in the bundle"; continue; }
@@ -67,6 +71,7 @@ for b in "${builds[@]}"; do
   rc=$?
   last=$(($(date +%s) - t0))
   echo "## $b: rc=$rc in $last s"
+  pack
 done
 logs=()
 for b in "${builds[@]}"; do [ -s "$out/$b.log" ] && logs+=("$out/$b.log"); done
