@@ -35,9 +35,10 @@
 enum { N_SLOTS = 2, ROW_ALIGN = 16, UNAVAILABLE = 14, LT_CACHE = 64 };
 
 /* What a batch's kernels are, as a mask: the GEMM launches it needs (GEMMD_GPU_PART_*,
- * gpu_gemm.h) and whether it has raw A to quantize. A slot keeps one graph per mask, so
- * a batch launches only the kernels it has work for. */
-enum { PART_QUANTIZE = 4, N_PART_MASKS = 8 };
+ * gpu_gemm.h: the WGMMA kernel of its tile kind, the FP32-output kernel) and whether it
+ * has raw A to quantize. A slot keeps one graph per mask, so a batch launches only the
+ * kernels it has work for. */
+enum { PART_QUANTIZE = GEMMD_GPU_PARTS_ALL + 1, N_PART_MASKS = 2 * PART_QUANTIZE };
 
 /* A weight's device copy. */
 typedef struct {
@@ -339,7 +340,11 @@ static int stage(const cuda_engine_t *e, slot_t *s, gemmd_batch_t *b, const layo
     raw = align256(raw + bytes);
   }
   memcpy(H, &L->h, sizeof L->h);
-  return e->use_lt ? GEMMD_OK : gemmd_gpu_gemm_prepare(e->kernel, H, (uint64_t)(uintptr_t)s->dev);
+  if (e->use_lt) return GEMMD_OK;
+  const int rc = gemmd_gpu_gemm_prepare(e->kernel, H, (uint64_t)(uintptr_t)s->dev);
+  /* the WGMMA launch is the kernel of the tile kind prepare chose */
+  if (rc == GEMMD_OK) s->parts = (s->parts & PART_QUANTIZE) | gemmd_gpu_gemm_prepared_parts(H);
+  return rc;
 }
 
 /* ---- The device work of one batch ---------------------------------------------------------- */

@@ -66,25 +66,39 @@ gemmd_gpu_tiles_t gemmd_gpu_gemm_choose_tiles(const gemmd_group_params_t *table,
 /* gemmd_gpu_gemm_prepare with a forced configuration: `kind` a gemmd_tile_kind_t (or
  * GEMMD_GPU_TILE_KIND_AUTO) and tiles of `tile_n` columns (16, 32, 64 or 128; 0: the best
  * width for that kind). GEMMD_EINVAL for other values, GEMMD_ENOTSUP for a kind the build
- * lacks (gemmd's build has ROWS128 alone, and AUTO gives it; the kinds3 build has all
- * three and AUTO follows gemmd_gpu_gemm_choose_tiles). Benchmarks and tests. */
+ * lacks (gemmd's build has all three; in a build with fewer, such as the probes, AUTO
+ * gives the first kind built where the rule's kind is missing). Benchmarks and tests. */
 int gemmd_gpu_gemm_prepare_tiles(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch, uint32_t kind,
                                  uint32_t tile_n);
 
-/* Runs the GEMM of the batch at `batch` (device memory; header, table, arenas). */
+/* Runs the GEMM of the batch at `batch` (device memory; header, table, arenas): every
+ * launch (see gemmd_gpu_gemm_parts_run for one batch's launches alone). */
 int gemmd_gpu_gemm(gemmd_gpu_kernel_t kernel, const void *batch, cudaStream_t stream);
 
 /* The launches a batch needs, as a mask: with WGMMA, groups with BF16/FP16 output run on
- * the WGMMA kernel and groups with FP32 output on the mma.sync kernel (docs/bench/kernels.md
- * says why), so a batch without one kind can skip that launch (a kernel with nothing to do
- * still costs its launch). Every launch stays batch-independent, so a graph captured for a
- * mask replays for every batch with that mask. */
-enum { GEMMD_GPU_PART_HALF_OUT = 1, GEMMD_GPU_PART_FP32_OUT = 2, GEMMD_GPU_PARTS_ALL = 3 };
+ * the WGMMA kernel of the batch's tile kind (one kernel per kind, GEMMD_GPU_PART_KIND) and
+ * groups with FP32 output on the mma.sync kernel (docs/bench/kernels.md says why), so a
+ * batch launches only the kernels it has work for (a kernel with nothing to do still costs
+ * its launch). Every launch stays batch-independent, so a graph captured for a mask
+ * replays for every batch with that mask. */
+#define GEMMD_GPU_PART_KIND(kind) (1u << (kind)) /* the WGMMA kernel of a gemmd_tile_kind_t */
+enum {
+  GEMMD_GPU_PART_HALF_OUT = 1, /* = GEMMD_GPU_PART_KIND(GEMMD_TILE_ROWS128) */
+  GEMMD_GPU_PART_FP32_OUT = 8,
+  GEMMD_GPU_PARTS_ALL = 15
+};
+
+/* The mask of a table before it is prepared: HALF_OUT for BF16/FP16 outputs, FP32_OUT. */
 uint32_t gemmd_gpu_gemm_parts(const gemmd_group_params_t *table, uint32_t n_groups);
 
-/* gemmd_gpu_gemm with only the launches of `parts` (gemmd_gpu_gemm_parts of the batch's
- * table; the groups of the other kind are not computed). The simple kernel is one launch
- * for every group whenever parts is not 0. */
+/* The mask of a batch prepared for the WGMMA kernel (gemmd_gpu_gemm_prepare; its host copy):
+ * the WGMMA part is the kernel of the header's tile kind. */
+uint32_t gemmd_gpu_gemm_prepared_parts(const void *host_batch);
+
+/* gemmd_gpu_gemm with only the launches of `parts` (gemmd_gpu_gemm_prepared_parts of the
+ * batch; groups of the other parts are not computed, and a WGMMA kernel of another kind
+ * than the batch's does nothing). The simple kernel is one launch for every group whenever
+ * parts is not 0. gemmd_gpu_gemm launches every part. */
 int gemmd_gpu_gemm_parts_run(gemmd_gpu_kernel_t kernel, const void *batch, uint32_t parts, cudaStream_t stream);
 
 /* Quantizes the batch's raw-A jobs (BF16/FP16/FP32 → E4M3, 1×128 scales) in place. */

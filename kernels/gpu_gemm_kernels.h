@@ -4,9 +4,13 @@
 #define GEMMD_KERNELS_GPU_GEMM_KERNELS_H_
 
 #include <cuda_runtime_api.h>
+#include <stdint.h>
 
 /* sm90_gemm_simple.cu; fp32_out_only: only the groups whose output is FP32. */
 int gemmd_gpu_gemm_simple(const void *batch, bool fp32_out_only, cudaStream_t stream);
-int gemmd_gpu_gemm_wgmma(const void *batch, cudaStream_t stream);  /* sm90_gemm_wgmma.cu */
+/* sm90_gemm_wgmma.cu; kinds: the tile kinds whose kernels to launch, 1 << gemmd_tile_kind_t
+ * each (a kernel does nothing on a batch of another kind; kinds this build lacks are not
+ * launched). */
+int gemmd_gpu_gemm_wgmma(const void *batch, uint32_t kinds, cudaStream_t stream);
 
 #endif /* GEMMD_KERNELS_GPU_GEMM_KERNELS_H_ */

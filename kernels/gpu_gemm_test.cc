@@ -207,7 +207,7 @@ int run_batch(test_rng_t *rng, std::vector<Group> &gs, const char *what, bool ex
     if (kernel == GEMMD_GPU_KERNEL_WGMMA) {
       const int rc = gemmd_gpu_gemm_prepare_tiles(kernel, host.data(), reinterpret_cast<uint64_t>(dev), var.kind,
                                                   var.tile_n);
-      if (rc == GEMMD_ENOTSUP) {  // a kind this build does not compile in (the kinds3 build has them all)
+      if (rc == GEMMD_ENOTSUP) {  // a kind this build does not compile in (gemmd's build has them all)
         g_kinds_not_built++;
         continue;
       }
@@ -215,6 +215,20 @@ int run_batch(test_rng_t *rng, std::vector<Group> &gs, const char *what, bool ex
       CUDA_OK(cudaMemcpy(dev, host.data(), h.a_arena, cudaMemcpyHostToDevice));
     }
     CUDA_OK(cudaMemset(dev + h.d_arena, 0xFF, d_bytes));  // poison: NaN in every output dtype
+    if (kernel == GEMMD_GPU_KERNEL_WGMMA) {
+      // The other kinds' kernels leave a batch of this kind alone (gemmd_gpu_gemm launches
+      // them all; the engine's graph only the batch's own).
+      const uint32_t own = gemmd_gpu_gemm_prepared_parts(host.data());
+      const uint32_t others = GEMMD_GPU_PARTS_ALL & ~own & ~uint32_t(GEMMD_GPU_PART_FP32_OUT);
+      TEST_CHECK(gemmd_gpu_gemm_parts_run(kernel, dev, others, 0) == GEMMD_OK, "other kinds' launch");
+      CUDA_OK(cudaDeviceSynchronize());
+      std::vector<uint8_t> d_back(d_bytes);
+      CUDA_OK(cudaMemcpy(d_back.data(), dev + h.d_arena, d_bytes, cudaMemcpyDeviceToHost));
+      if (std::any_of(d_back.begin(), d_back.end(), [](uint8_t x) { return x != 0xFF; })) {
+        std::fprintf(stderr, "%s: another kind's kernel wrote D\n", kname);
+        bad++;
+      }
+    }
     TEST_CHECK(gemmd_gpu_gemm(kernel, dev, 0) == GEMMD_OK, "gemm launch");
     CUDA_OK(cudaDeviceSynchronize());
     CUDA_OK(cudaMemcpy(back.data(), dev, total, cudaMemcpyDeviceToHost));
@@ -355,7 +369,7 @@ int main() {
               g_worst[0][0], g_worst[0][1], g_worst[1][0], g_worst[1][1]);
   std::printf("wgmma half outputs on extreme codes: largest ||D - ref|| / ||A|.|B|^T|| %.3g\n", g_worst_loose);
   if (g_kinds_not_built > 0) {
-    std::printf("forced tile kinds this build does not compile in: %d runs skipped (gpu_gemm_kinds3_test runs them)\n",
+    std::printf("forced tile kinds this build does not compile in: %d runs skipped (gpu_gemm_test runs them)\n",
                 g_kinds_not_built);
   }
   return bad == 0 ? 0 : 1;

@@ -59,20 +59,27 @@
 #ifndef GEMMD_WGMMA_PROBE
 #define GEMMD_WGMMA_PROBE 0
 #endif
-// The kinds of tile compiled in: ROWS128 alone unless GEMMD_WGMMA_ALL_KINDS (the kinds3
-// build). All three in one kernel made ROWS128 itself 2–3 µs slower at short K and small M
-// (code size; docs/bench/kernels.md, session 5), so gemmd's kernel keeps one kind until each
-// kind is its own kernel.
-#ifndef GEMMD_WGMMA_ALL_KINDS
-#define GEMMD_WGMMA_ALL_KINDS 0
+// The kinds of tile compiled in, as a mask of 1 << gemmd_tile_kind_t: each kind is its own
+// kernel (all three in one kernel made ROWS128 itself 2–3 µs slower at short K and small M:
+// code size; docs/bench/kernels.md, session 5). gemmd's build has all three; the probes
+// ROWS128 alone unless they say otherwise; a kind not built is GEMMD_ENOTSUP when forced,
+// and where the rule picks it the batch gets the first kind built.
+#ifndef GEMMD_WGMMA_KINDS
+#define GEMMD_WGMMA_KINDS (GEMMD_WGMMA_PROBE != 0 ? 1u : 7u)
 #endif
-#define GEMMD_WGMMA_ONE_KIND (!GEMMD_WGMMA_ALL_KINDS || GEMMD_WGMMA_PROBE != 0)
+#define GEMMD_WGMMA_BUILT(kind) ((GEMMD_WGMMA_KINDS >> (kind)) & 1u)
+// The kind a batch gets when the rule's kind is not built: the first that is.
+#define GEMMD_WGMMA_FALLBACK_KIND                                                 \
+  (GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS128)             ? GEMMD_TILE_ROWS128           \
+   : GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS128_TMA_STORE) ? GEMMD_TILE_ROWS128_TMA_STORE \
+                                                     : GEMMD_TILE_ROWS256)
 
 namespace {
 
 // Tile kinds (gemmd_tile_kind_t, group_table.h), chosen per batch on the host with the
-// tile width (gemmd_batch_header_t.tile_kind and .tile_n) and all compiled into the one
-// kernel, so a captured graph replays for any batch:
+// tile width (gemmd_batch_header_t.tile_kind and .tile_n), each its own kernel (every width
+// compiled in; a kernel launched on a batch of another kind does nothing), so a graph
+// captured per kind replays for any batch of that kind:
 //   ROWS128: BM = 128 (two consumer warpgroups × 64 rows); the epilogue stages the tile in
 //     shared memory and writes 16-byte pieces;
 //   ROWS128_TMA_STORE: the same tile; the staged tile leaves by TMA tensor stores (a
@@ -87,8 +94,9 @@ constexpr uint32_t kThreads = 128 * (1 + kConsumers);
 constexpr uint32_t kRingBytes = 227 * 1024 - 2048;  // dynamic shared memory for the ring
 constexpr uint32_t kMaxStages = 16;
 
-template <uint32_t kRows, bool kTmaStoreOut>
+template <uint32_t kKind, uint32_t kRows, bool kTmaStoreOut>
 struct Kind {
+  static constexpr uint32_t kId = kKind;  // gemmd_tile_kind_t
   static constexpr uint32_t BM = kRows;
   static constexpr bool kTmaStore = kTmaStoreOut;
   static constexpr uint32_t kWgRows = BM / kConsumers;  // a consumer warpgroup's rows of the tile
@@ -96,9 +104,9 @@ struct Kind {
   static constexpr uint32_t kStageA = BM * BK;
   static_assert(!(kTmaStore && kHalves > 1), "TMA stores are built for 64-row warpgroups");
 };
-using KindRows128 = Kind<128, false>;
-using KindRows128TmaStore = Kind<128, true>;
-using KindRows256 = Kind<256, false>;
+using KindRows128 = Kind<GEMMD_TILE_ROWS128, 128, false>;
+using KindRows128TmaStore = Kind<GEMMD_TILE_ROWS128_TMA_STORE, 128, true>;
+using KindRows256 = Kind<GEMMD_TILE_ROWS256, 256, false>;
 
 // A stage's scales, copied in by the producer warpgroup's second warp (cp.async): A's for
 // the tile's BM rows at the stage's K block, and B's 128×128 block scale.
@@ -267,7 +275,7 @@ __device__ __forceinline__ void tmap_acquire(const void *tmap) {
 }
 
 // Brings a tensor map into the TMA unit's descriptor cache ahead of its first use.
-__device__ __forceinline__ void tmap_prefetch(const void *tmap) {
+[[maybe_unused]] __device__ __forceinline__ void tmap_prefetch(const void *tmap) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(tmap) : "memory");
 }
 
@@ -293,21 +301,21 @@ __device__ __forceinline__ void cp_async_arrive(uint64_t *bar) {
 // A box of D from shared memory to columns x.., rows y.. of the map's tensor (TMA; rows
 // and columns past the tensor are not written). The issuing thread's stores form bulk
 // groups.
-__device__ __forceinline__ void tma_store_2d(const void *tmap, const void *src, uint32_t x, uint32_t y) {
+[[maybe_unused]] __device__ __forceinline__ void tma_store_2d(const void *tmap, const void *src, uint32_t x, uint32_t y) {
   asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];" ::"l"(tmap), "r"(x),
                "r"(y), "r"(smem_addr(src))
                : "memory");
 }
-__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+[[maybe_unused]] __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 // This thread's bulk stores have read their shared memory (it may be overwritten).
-__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+[[maybe_unused]] __device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
 // This thread's bulk stores are complete (written to global memory).
 __device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
 // Orders this thread's shared-memory writes before later reads by the async proxy (TMA).
-__device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+[[maybe_unused]] __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 // Byte offset of `off` in a box swizzled as the tensor map's SWIZZLE_{32,64,128}B for rows
 // of `row_bytes` (32, 64 or 128): 16-byte chunk bits XOR the 128-byte line bits.
-__device__ __forceinline__ uint32_t swizzled(uint32_t off, uint32_t row_bytes) {
+[[maybe_unused]] __device__ __forceinline__ uint32_t swizzled(uint32_t off, uint32_t row_bytes) {
   const uint32_t mask = row_bytes / 16 - 1;
   return off ^ (((off >> 7) & mask) << 4);
 }
@@ -724,38 +732,31 @@ __device__ __forceinline__ void consume(const BatchView &v, uint8_t *ring, Barri
   }
 }
 
-// Runs f(K{}, std::integral_constant<uint32_t, BN>{}) for the batch's tile kind K and
-// width BN: every pair is compiled in, and each role picks its instance from the batch
-// header (GEMMD_WGMMA_ONE_KIND: the default kind only).
-template <typename K, typename F>
+// Runs f(std::integral_constant<uint32_t, BN>{}) for the batch's tile width BN: every
+// width is compiled in, and each role picks its instance from the batch header.
+template <typename F>
 __device__ __forceinline__ void with_tile_n(uint32_t tile_n, F &&f) {
   switch (tile_n) {
     case 128:
-      return f(K{}, std::integral_constant<uint32_t, 128>{});
+      return f(std::integral_constant<uint32_t, 128>{});
     case 64:
-      return f(K{}, std::integral_constant<uint32_t, 64>{});
+      return f(std::integral_constant<uint32_t, 64>{});
     case 32:
-      return f(K{}, std::integral_constant<uint32_t, 32>{});
+      return f(std::integral_constant<uint32_t, 32>{});
     default:
-      return f(K{}, std::integral_constant<uint32_t, 16>{});
+      return f(std::integral_constant<uint32_t, 16>{});
   }
 }
 
-template <typename F>
-__device__ __forceinline__ void with_tiles(uint32_t tile_kind, uint32_t tile_n, F &&f) {
-  if (!GEMMD_WGMMA_ONE_KIND && tile_kind == GEMMD_TILE_ROWS256) return with_tile_n<KindRows256>(tile_n, f);
-  if (!GEMMD_WGMMA_ONE_KIND && tile_kind == GEMMD_TILE_ROWS128_TMA_STORE) {
-    return with_tile_n<KindRows128TmaStore>(tile_n, f);
-  }
-  return with_tile_n<KindRows128>(tile_n, f);
-}
-
+// The kernel of tile kind K; on a batch prepared for another kind it returns at once.
+template <typename K>
 __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *batch) {
   extern __shared__ uint8_t smem_raw[];
   __shared__ Barriers bars;
   uint8_t *ring = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
 
   const auto *hdr = reinterpret_cast<const gemmd_batch_header_t *>(batch);
+  if (hdr->tile_kind != K::kId) return;
   BatchView v;
   v.n_groups = hdr->n_groups;
   v.total_tiles = hdr->total_tiles;
@@ -764,7 +765,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
   v.starts = reinterpret_cast<const uint32_t *>(v.tmaps + (size_t)v.n_groups * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES);
   v.sa_arena = reinterpret_cast<const float *>(batch + hdr->sa_arena);
   v.d_arena = const_cast<uint8_t *>(batch) + hdr->d_arena;
-  const uint32_t tile_n = hdr->tile_n, tile_kind = hdr->tile_kind;
+  const uint32_t tile_n = hdr->tile_n;
 
   if (threadIdx.x == 0) {
     for (uint32_t s = 0; s < kMaxStages; s++) {
@@ -776,21 +777,18 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
   __syncthreads();
 
   // The producer warpgroup gives its registers to the consumers; each role then runs the
-  // batch's tile kind and width.
+  // batch's tile width.
   if (threadIdx.x < 128) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     if (threadIdx.x / 32 == 1) {
-      return with_tiles(tile_kind, tile_n,
-                        [&](auto k, auto bn) { load_scales<decltype(k), decltype(bn)::value>(v, ring, bars); });
+      return with_tile_n(tile_n, [&](auto bn) { load_scales<K, decltype(bn)::value>(v, ring, bars); });
     }
     if (threadIdx.x != 0) return;
-    return with_tiles(tile_kind, tile_n,
-                      [&](auto k, auto bn) { produce<decltype(k), decltype(bn)::value>(v, ring, bars); });
+    return with_tile_n(tile_n, [&](auto bn) { produce<K, decltype(bn)::value>(v, ring, bars); });
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
   const uint32_t wg = threadIdx.x / 128 - 1;
-  with_tiles(tile_kind, tile_n,
-             [&](auto k, auto bn) { consume<decltype(k), decltype(bn)::value>(v, ring, bars, wg); });
+  with_tile_n(tile_n, [&](auto bn) { consume<K, decltype(bn)::value>(v, ring, bars, wg); });
 }
 
 // ---- Host side -----------------------------------------------------------------------------
@@ -851,8 +849,6 @@ bool encode_d(void *out, uint64_t addr, uint32_t n, uint32_t m, uint32_t tile_n)
   return map_cache().get(gemmd::TmapKey{addr, 1, n, 2 * n, m, tile_n, 64}, out,
                          [&](void *dst) { return encode_d_now(dst, addr, n, m, tile_n); });
 }
-
-int g_grid = 0;                // one CTA per SM
 
 int sm_count() {
   static int sms = 0;
@@ -962,8 +958,8 @@ extern "C" int gemmd_gpu_gemm_prepare_tiles(gemmd_gpu_kernel_t kernel, void *hos
   if (host_batch == nullptr || dev_batch == 0) return GEMMD_EINVAL;
   if (tile_n != 0 && tile_n != 16 && tile_n != 32 && tile_n != 64 && tile_n != 128) return GEMMD_EINVAL;
   if (kind != GEMMD_GPU_TILE_KIND_AUTO && kind >= GEMMD_TILE_KINDS) return GEMMD_EINVAL;
-  // A kind this build lacks: refused when forced, the default one when chosen.
-  if (GEMMD_WGMMA_ONE_KIND && kind != GEMMD_GPU_TILE_KIND_AUTO && kind != GEMMD_TILE_ROWS128) return GEMMD_ENOTSUP;
+  // A kind this build lacks: refused when forced, ROWS128 when chosen.
+  if (kind != GEMMD_GPU_TILE_KIND_AUTO && !GEMMD_WGMMA_BUILT(kind)) return GEMMD_ENOTSUP;
   if (kernel != GEMMD_GPU_KERNEL_WGMMA) return GEMMD_OK;  // the others need nothing
   if (hdr->sched_arena == 0 || hdr->sched_arena % GEMMD_GPU_TMAP_BYTES != 0) return GEMMD_EINVAL;
   std::call_once(g_encode_once, load_encode);
@@ -973,7 +969,8 @@ extern "C" int gemmd_gpu_gemm_prepare_tiles(gemmd_gpu_kernel_t kernel, void *hos
   uint8_t *tmaps = bytes + hdr->sched_arena;
   auto *starts = reinterpret_cast<uint32_t *>(tmaps + (size_t)hdr->n_groups * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES);
   if (kind == GEMMD_GPU_TILE_KIND_AUTO) {
-    kind = GEMMD_WGMMA_ONE_KIND ? GEMMD_TILE_ROWS128 : choose_kind(table, hdr->n_groups, (uint32_t)sm_count());
+    kind = choose_kind(table, hdr->n_groups, (uint32_t)sm_count());
+    if (!GEMMD_WGMMA_BUILT(kind)) kind = GEMMD_WGMMA_FALLBACK_KIND;
   }
   const uint32_t bm = kind_rows(kind);
   if (tile_n == 0) tile_n = choose_tile_n(table, hdr->n_groups, (uint32_t)sm_count(), bm);
@@ -1009,17 +1006,39 @@ extern "C" int gemmd_gpu_gemm_prepare_tiles(gemmd_gpu_kernel_t kernel, void *hos
   return GEMMD_OK;
 }
 
-int gemmd_gpu_gemm_wgmma(const void *batch, cudaStream_t stream) {
-  if (g_grid == 0) {
-    int dev = 0, sms = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-        cudaFuncSetAttribute(wgmma_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kSmemBytes) !=
-            cudaSuccess) {
+namespace {
+
+// Launches kind K's kernel on `batch` (one CTA per SM), setting its shared-memory limit the
+// first time.
+template <typename K>
+int launch_kind(const uint8_t *batch, cudaStream_t stream) {
+  static bool ready = false;
+  if (!ready) {
+    if (cudaFuncSetAttribute(wgmma_gemm_kernel<K>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kSmemBytes) !=
+        cudaSuccess) {
       return GEMMD_EDEVICE;
     }
-    g_grid = sms;
+    ready = true;
   }
-  wgmma_gemm_kernel<<<g_grid, kThreads, kSmemBytes, stream>>>(static_cast<const uint8_t *>(batch));
+  wgmma_gemm_kernel<K><<<sm_count(), kThreads, kSmemBytes, stream>>>(batch);
   return cudaGetLastError() == cudaSuccess ? GEMMD_OK : GEMMD_EDEVICE;
+}
+
+}  // namespace
+
+int gemmd_gpu_gemm_wgmma(const void *batch, uint32_t kinds, cudaStream_t stream) {
+  const auto *b = static_cast<const uint8_t *>(batch);
+  int rc = GEMMD_OK;
+  if constexpr (GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS128)) {
+    if (kinds & (1u << GEMMD_TILE_ROWS128)) rc = launch_kind<KindRows128>(b, stream);
+  }
+  if constexpr (GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS128_TMA_STORE)) {
+    if (rc == GEMMD_OK && (kinds & (1u << GEMMD_TILE_ROWS128_TMA_STORE))) {
+      rc = launch_kind<KindRows128TmaStore>(b, stream);
+    }
+  }
+  if constexpr (GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS256)) {
+    if (rc == GEMMD_OK && (kinds & (1u << GEMMD_TILE_ROWS256))) rc = launch_kind<KindRows256>(b, stream);
+  }
+  return rc;
 }

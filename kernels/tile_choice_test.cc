@@ -3,6 +3,7 @@
 // measured fastest there, or one measured within 5% of it; for the shapes where each kind
 // of tile was timed (session 5 of 2026-11-30), the kind measured fastest.
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "kernels/errors.h"
@@ -98,13 +99,31 @@ int main() {
     t[0].out_dtype = GEMMD_DTYPE_BF16, t[1].out_dtype = GEMMD_DTYPE_FP16, t[2].out_dtype = GEMMD_DTYPE_FP32;
     TEST_CHECK(gemmd_gpu_gemm_parts(t, 2) == GEMMD_GPU_PART_HALF_OUT, "half outputs only");
     TEST_CHECK(gemmd_gpu_gemm_parts(t + 2, 1) == GEMMD_GPU_PART_FP32_OUT, "FP32 outputs only");
-    TEST_CHECK(gemmd_gpu_gemm_parts(t, 3) == GEMMD_GPU_PARTS_ALL, "both");
+    TEST_CHECK(gemmd_gpu_gemm_parts(t, 3) == (GEMMD_GPU_PART_HALF_OUT | GEMMD_GPU_PART_FP32_OUT), "both");
     TEST_CHECK(gemmd_gpu_gemm_parts(t, 0) == 0, "no groups");
+    // Once prepared, the half-output part is the kernel of the batch's tile kind.
+    std::vector<uint8_t> hb(sizeof(gemmd_batch_header_t) + sizeof t, 0);
+    auto *hh = reinterpret_cast<gemmd_batch_header_t *>(hb.data());
+    std::memcpy(hb.data() + sizeof *hh, t, sizeof t);
+    for (uint32_t kind = 0; kind < GEMMD_TILE_KINDS; kind++) {
+      hh->tile_kind = static_cast<uint8_t>(kind);
+      hh->n_groups = 3;
+      TEST_CHECK(gemmd_gpu_gemm_prepared_parts(hb.data()) == (GEMMD_GPU_PART_KIND(kind) | GEMMD_GPU_PART_FP32_OUT),
+                 "prepared parts, kind %u", kind);
+      hh->n_groups = 2;
+      TEST_CHECK(gemmd_gpu_gemm_prepared_parts(hb.data()) == GEMMD_GPU_PART_KIND(kind), "kind %u alone", kind);
+    }
+    std::memcpy(hb.data() + sizeof *hh, t + 2, sizeof t[0]);
+    hh->n_groups = 1;
+    TEST_CHECK(gemmd_gpu_gemm_prepared_parts(hb.data()) == GEMMD_GPU_PART_FP32_OUT, "FP32 alone: no WGMMA kernel");
+    TEST_CHECK(gemmd_gpu_gemm_prepared_parts(nullptr) == 0, "no batch");
     // Nothing to launch returns before touching the device; bad masks are refused.
     int dummy = 0;
     TEST_CHECK(gemmd_gpu_gemm_parts_run(GEMMD_GPU_KERNEL_WGMMA, &dummy, 0, nullptr) == GEMMD_OK, "empty mask");
     TEST_CHECK(gemmd_gpu_gemm_parts_run(GEMMD_GPU_KERNEL_SIMPLE, &dummy, 0, nullptr) == GEMMD_OK, "empty mask");
-    TEST_CHECK(gemmd_gpu_gemm_parts_run(GEMMD_GPU_KERNEL_WGMMA, &dummy, 8, nullptr) == GEMMD_EINVAL, "bad mask");
+    TEST_CHECK(gemmd_gpu_gemm_parts_run(GEMMD_GPU_KERNEL_WGMMA, &dummy, GEMMD_GPU_PARTS_ALL + 1, nullptr) ==
+                   GEMMD_EINVAL,
+               "bad mask");
     TEST_CHECK(gemmd_gpu_gemm_parts_run(GEMMD_GPU_KERNEL_WGMMA, nullptr, 1, nullptr) == GEMMD_EINVAL, "no batch");
   }
   // A forced configuration outside the kernel's is refused before anything is written.
