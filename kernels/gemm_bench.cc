@@ -5,7 +5,7 @@
 //
 //   gemm_bench [--kernel simple|wgmma] [--reps N] [--only SUBSTRING[,SUBSTRING...]] [--csv FILE]
 //              [--tile-n 16,32,64,128] [--kinds rows128,tma_store,rows256] [--b-scales block|tensor]
-//              [--shape MxNxK,...] [--list]
+//              [--splits 1,2,4,8] [--shape MxNxK,...] [--list]
 //
 // --only runs the cases whose name holds any of the substrings (say "dense 4096x,stacked");
 // --list prints the names of the cases the arguments select and exits (no GPU needed).
@@ -17,7 +17,11 @@
 // --tile-n also times the WGMMA kernel with each of those tile widths, and --kinds with
 // each of those kinds of tile (gemmd_tile_kind_t; each checked against FP64 like the
 // kernel's own choice): column "[sweep]", as width:us and kind:us. Column "tn" is the
-// width the kernel chose itself, "kind=" at the end of the row the kind.
+// width the kernel chose itself, "kind=" at the end of the row the kind ("parts=" after it:
+// K parts per tile, where the kernel split K).
+// --splits times ROWS128 tiles with K cut into each of those numbers of parts (split-K, the
+// `splitk` candidate build; each checked against FP64): cells kS/width:us, "kS:-" where
+// the batch's tiles × S do not fit one wave, "kS:not-built" in builds without split-K.
 // (default kernel: wgmma)
 //
 // Prints µs, TFLOPS, GB/s (A + B + scales + D, each once), ours/cuBLASLt speed ratio and
@@ -113,6 +117,7 @@ struct Bench {
   int reps = 20;
   std::vector<uint32_t> sweep;  // --tile-n: widths to time besides the kernel's own choice
   std::vector<uint32_t> kinds;  // --kinds: kinds of tile to time besides the kernel's own choice
+  std::vector<uint32_t> splits; // --splits: K parts per tile to time besides the kernel's own choice
   gemmd_scale_layout_t b_layout = GEMMD_SCALE_BLOCK_128X128;  // --b-scales
 
   void flush_l2() { CUDA_OK(cudaMemsetAsync(flush, 0, flush_bytes, stream)); }
@@ -226,14 +231,14 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
   }
   uint8_t *batch = dev_alloc<uint8_t>(total);
 
-  // Ours with tiles of `kind` (GEMMD_GPU_TILE_KIND_AUTO: the kernel's own choice) and
-  // `tile_n` columns (0: the kernel's own choice): prepare, upload, check, then time.
-  // `chosen` gets the tile configuration the batch ran with.
-  auto run_ours = [&](uint32_t kind, uint32_t tile_n, bool check, gemmd_gpu_tiles_t *chosen) {
+  // Ours with tiles of `kind` (GEMMD_GPU_TILE_KIND_AUTO: the kernel's own choice),
+  // `tile_n` columns and K in `k_splits` parts (0: the kernel's own choice): prepare,
+  // upload, check, then time. `chosen` gets the tile configuration the batch ran with.
+  auto run_ours = [&](uint32_t kind, uint32_t tile_n, uint32_t k_splits, bool check, gemmd_gpu_tiles_t *chosen) {
     Timing t;
-    TEST_CHECK(gemmd_gpu_gemm_prepare_tiles(B.kernel, host.data(), reinterpret_cast<uint64_t>(batch), kind,
-                                            tile_n) == GEMMD_OK,
-               "prepare, kind %u tile_n %u", kind, tile_n);
+    TEST_CHECK(gemmd_gpu_gemm_prepare_split(B.kernel, host.data(), reinterpret_cast<uint64_t>(batch), kind, tile_n,
+                                            k_splits) == GEMMD_OK,
+               "prepare, kind %u tile_n %u k_splits %u", kind, tile_n, k_splits);
     const auto *hdr = reinterpret_cast<const gemmd_batch_header_t *>(host.data());
     *chosen = gemmd_gpu_tiles_t{hdr->tile_kind, hdr->tile_n};
     CUDA_OK(cudaMemcpy(batch, host.data(), total, cudaMemcpyHostToDevice));
@@ -255,7 +260,7 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
   gemmd_gpu_tiles_t tiles = {};
   std::string sweep;
   for (uint32_t tn : B.sweep) {
-    const Timing t = run_ours(GEMMD_GPU_TILE_KIND_AUTO, tn, false, &tiles);  // gpu_gemm_test checks every width
+    const Timing t = run_ours(GEMMD_GPU_TILE_KIND_AUTO, tn, 0, false, &tiles);  // gpu_gemm_test checks every width
     char cell[48];
     std::snprintf(cell, sizeof cell, " %u:%.1f", tn, t.us);
     sweep += cell;
@@ -266,13 +271,28 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
       sweep += std::string(" ") + gemmd_tile_kind_name(kind) + ":not-built";
       continue;
     }
-    const Timing t = run_ours(kind, 0, true, &tiles);
+    const Timing t = run_ours(kind, 0, 0, true, &tiles);
     char cell[64];
     std::snprintf(cell, sizeof cell, " %s/%u:%.1f%s", gemmd_tile_kind_name(kind), tiles.tile_n, t.us, t.ok ? "" : "(FAIL)");
     sweep += cell;
   }
-  ours = run_ours(GEMMD_GPU_TILE_KIND_AUTO, 0, true, &tiles);  // last: the batch holds the chosen configuration
+  for (uint32_t parts : B.splits) {
+    char cell[64];
+    const int rc = gemmd_gpu_gemm_prepare_split(B.kernel, host.data(), reinterpret_cast<uint64_t>(batch),
+                                                GEMMD_GPU_TILE_KIND_AUTO, 0, parts);
+    if (rc != GEMMD_OK) {
+      std::snprintf(cell, sizeof cell, " k%u:%s", parts, rc == GEMMD_ENOTSUP ? "not-built" : "-");
+    } else {
+      const Timing t = run_ours(GEMMD_GPU_TILE_KIND_AUTO, 0, parts, true, &tiles);
+      std::snprintf(cell, sizeof cell, " k%u/%u:%.1f%s", parts, tiles.tile_n, t.us, t.ok ? "" : "(FAIL)");
+    }
+    sweep += cell;
+  }
+  ours = run_ours(GEMMD_GPU_TILE_KIND_AUTO, 0, 0, true, &tiles);  // last: the batch holds the chosen configuration
   const uint32_t tile_n = tiles.tile_n;
+  const uint32_t parts = reinterpret_cast<const gemmd_batch_header_t *>(host.data())->k_splits;
+  char parts_note[24] = "";
+  if (parts > 1) std::snprintf(parts_note, sizeof parts_note, " parts=%u", parts);
   // The host's share of every batch the engine runs: gemmd_gpu_gemm_prepare (tile choice,
   // tensor maps, prefix sums) on this batch, median of 11 calls with every tensor map new
   // (cold: forgotten first) and of 11 with them remembered from the call before (warm: a
@@ -336,13 +356,13 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
     lt.ok = false;
   }
   const double tf_ours = flops / (ours.us * 1e-6) * 1e-12, tf_lt = lt.us > 0 ? flops / (lt.us * 1e-6) * 1e-12 : 0;
-  std::printf("%-34s %4u %9.1f %8.1f %8.2f %6s | %9.1f %8.1f %8.2f %6s | %6.2fx prep=%.1f/%.1fus kind=%s%s\n",
+  std::printf("%-34s %4u %9.1f %8.1f %8.2f %6s | %9.1f %8.1f %8.2f %6s | %6.2fx prep=%.1f/%.1fus kind=%s%s%s\n",
               c.name.c_str(), tile_n,
               ours.us, tf_ours,
               bytes / (ours.us * 1e-6) * 1e-12, ours.ok ? "ok" : "FAIL", lt.us, tf_lt,
               lt.us > 0 ? bytes / (lt.us * 1e-6) * 1e-12 : 0.0,
               lt_rc != GEMMD_OK ? gemmd_strerror(lt_rc) : (lt.ok ? "ok" : "FAIL"),
-              lt.us > 0 ? lt.us / ours.us : 0.0, prep_cold, prep_warm, gemmd_tile_kind_name(tiles.kind),
+              lt.us > 0 ? lt.us / ours.us : 0.0, prep_cold, prep_warm, gemmd_tile_kind_name(tiles.kind), parts_note,
               sweep.c_str());
   std::fflush(stdout);
   if (csv != nullptr) {
@@ -425,7 +445,7 @@ int main(int argc, char **argv) {
   std::vector<Case> todo = cases();
   bool list = false;
   static const char *const kValued[] = {"--reps", "--only", "--csv", "--shape", "--tile-n", "--kinds", "--b-scales",
-                                        "--kernel"};
+                                        "--kernel", "--splits"};
   for (int i = 1; i < argc; i++) {
     if (!std::strcmp(argv[i], "--list")) {
       list = true;
@@ -467,6 +487,19 @@ int main(int argc, char **argv) {
           return 2;
         }
         B.sweep.push_back((uint32_t)tn);
+        p = *end == ',' ? end + 1 : end;
+      }
+    }
+    if (!std::strcmp(argv[i - 1], "--splits")) {
+      for (const char *p = argv[i]; *p != '\0';) {
+        char *end = nullptr;
+        const unsigned long parts = std::strtoul(p, &end, 10);
+        if (end == p || parts < 1 || parts > GEMMD_GPU_MAX_K_SPLITS || (*end != ',' && *end != '\0')) {
+          std::fprintf(stderr, "gemm_bench: --splits takes a list of 1..%d, not '%s'\n", GEMMD_GPU_MAX_K_SPLITS,
+                       argv[i]);
+          return 2;
+        }
+        B.splits.push_back((uint32_t)parts);
         p = *end == ',' ? end + 1 : end;
       }
     }
@@ -540,7 +573,8 @@ int main(int argc, char **argv) {
   if (csv) std::fprintf(csv, "case,kind,tile_n,us,tflops,tbps,err,lt_us,lt_tflops,lt_tbps,lt_err,speedup,prep_cold_us,prep_warm_us,sweep\n");
   std::printf("%-34s %4s %9s %8s %8s %6s | %9s %8s %8s %6s | %7s%s\n", "case", "tn", "us", "TFLOPS", "TB/s",
               "check", "lt_us", "lt_TF", "lt_TB/s", "check", "vs lt",
-              B.sweep.empty() && B.kinds.empty() ? "" : "  [sweep: tile_n:us, kind/tile_n:us]");
+              B.sweep.empty() && B.kinds.empty() && B.splits.empty() ? ""
+                                                                      : "  [sweep: tile_n:us, kind/tile_n:us, kparts/tile_n:us]");
   for (const Case &c : todo) run_case(B, &rng, c, csv);
   if (csv) std::fclose(csv);
   gemmd_cublaslt_destroy(B.lt);

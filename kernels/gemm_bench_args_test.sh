@@ -20,8 +20,10 @@ check "several substrings" 11 "$("$bench" --list --only 'dense 4096x,stacked,819
 check "a substring twice counts once" 2 "$("$bench" --list --only 'decode,decode' | wc -l)"
 check "shapes" "dense 1x128x128
 dense 8x2048x2048" "$("$bench" --shape 1x128x128,8x2048x2048 --list)"
+check "a split sweep" 1 "$("$bench" --splits 1,2,4,8 --only 'dense 64x2112x7168' --list | wc -l)"
 check "shapes and --only" "dense 8x2048x2048" "$("$bench" --shape 1x128x128,8x2048x2048 --only 'dense 8x' --list)"
 for bad in "--only nothing-matches" "--bogus 1" "--reps" "--reps 0" "--reps 3x" "--tile-n 48" "--kinds rows512" \
+           "--splits 0" "--splits 9" "--splits 2x" \
            "--shape 0x1x1" "--kernel fast" "--b-scales row" "--list extra"; do
   # shellcheck disable=SC2086 # the words are the arguments
   err="$("$bench" $bad --list 2>&1 >/dev/null)"

@@ -71,6 +71,16 @@ gemmd_gpu_tiles_t gemmd_gpu_gemm_choose_tiles(const gemmd_group_params_t *table,
 int gemmd_gpu_gemm_prepare_tiles(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch, uint32_t kind,
                                  uint32_t tile_n);
 
+/* gemmd_gpu_gemm_prepare_tiles with K cut into `k_splits` parts per tile (split-K: each
+ * part its own unit of the grid, the tile's last part adding the others' FP32 sums):
+ * 0 = the kernel's choice, 1 = none, up to GEMMD_GPU_MAX_K_SPLITS. Only the `splitk`
+ * candidate build splits (others: GEMMD_ENOTSUP for k_splits > 1, and 0 means 1), only
+ * ROWS128 tiles (another kind forced: GEMMD_ENOTSUP), and only batches whose tiles × parts
+ * fit one wave of the grid (GEMMD_EINVAL otherwise). Benchmarks and tests. */
+#define GEMMD_GPU_MAX_K_SPLITS 8
+int gemmd_gpu_gemm_prepare_split(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch, uint32_t kind,
+                                 uint32_t tile_n, uint32_t k_splits);
+
 /* Runs the GEMM of the batch at `batch` (device memory; header, table, arenas): every
  * launch (see gemmd_gpu_gemm_parts_run for one batch's launches alone). */
 int gemmd_gpu_gemm(gemmd_gpu_kernel_t kernel, const void *batch, cudaStream_t stream);

@@ -76,7 +76,7 @@ typedef struct gemmd_batch_header_s {
   uint32_t total_tiles; /* filled by gemmd_gpu_gemm_prepare, for the tile scheduler */
   uint16_t tile_n;      /* columns per output tile, chosen by gemmd_gpu_gemm_prepare */
   uint8_t tile_kind;    /* gemmd_tile_kind_t, chosen with tile_n */
-  uint8_t reserved;
+  uint8_t k_splits;     /* split-K builds: K parts per tile (total_tiles counts units); else 1 */
   uint64_t a_arena;  /* byte offsets from the start of the batch buffer */
   uint64_t sa_arena;
   uint64_t raw_arena;

@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <mutex>
 #include <type_traits>
@@ -64,6 +65,12 @@
 // code size; docs/bench/kernels.md, session 5). gemmd's build has all three; the probes
 // ROWS128 alone unless they say otherwise; a kind not built is GEMMD_ENOTSUP when forced,
 // and where the rule picks it the batch gets the first kind built.
+// Split-K (candidate `splitk`): ROWS128 tiles whose K is cut into header.k_splits parts,
+// each part a unit of the persistent grid; each part's FP32 sums go to a workspace and the
+// last part of a tile to arrive adds them all (in part order) and writes the tile.
+#ifndef GEMMD_WGMMA_SPLITK
+#define GEMMD_WGMMA_SPLITK 0
+#endif
 #ifndef GEMMD_WGMMA_KINDS
 #define GEMMD_WGMMA_KINDS (GEMMD_WGMMA_PROBE != 0 ? 1u : 7u)
 #endif
@@ -355,13 +362,21 @@ __device__ __forceinline__ void issue_block(float (&d)[BN / 2], const uint8_t *a
 
 struct TileRef {
   uint32_t group, m0, n0;
+  uint32_t tile;       // the output tile (the unit less its K part)
+  uint32_t part;       // its K part, of `parts` (split-K; else 0 of 1)
 };
 
-// Tile t of the batch: its group (binary search over the prefix sums), rows and columns.
+// Unit t of the batch: with split-K (`parts` > 1) part t / tiles of output tile t % tiles,
+// else tile t. A tile's group (binary search over the prefix sums), rows and columns.
 // Within a group, consecutive tiles walk M first, so CTAs running together share B tiles.
 template <typename K, uint32_t BN>
 __device__ __forceinline__ TileRef locate(const gemmd_group_params_t *table, const uint32_t *starts, uint32_t n_groups,
-                                          uint32_t t) {
+                                          uint32_t t, uint32_t parts = 1, uint32_t tiles = 0) {
+  uint32_t part = 0;
+  if (GEMMD_WGMMA_SPLITK && parts > 1) {
+    part = t / tiles;
+    t -= part * tiles;
+  }
   uint32_t lo = 0, hi = n_groups;
   while (hi - lo > 1) {
     const uint32_t mid = (lo + hi) / 2;
@@ -373,12 +388,24 @@ __device__ __forceinline__ TileRef locate(const gemmd_group_params_t *table, con
   }
   const uint32_t local = t - starts[lo];
   const uint32_t m_tiles = gemmd_ceil_div(table[lo].m, K::BM);
-  return {lo, (local % m_tiles) * K::BM, (local / m_tiles) * BN};
+  return {lo, (local % m_tiles) * K::BM, (local / m_tiles) * BN, t, part};
+}
+
+// The K blocks [kb0, kb1) of a unit whose tile has `kblocks`: all, or its part's even share.
+struct KRange {
+  uint32_t kb0, kb1;
+};
+__device__ __forceinline__ KRange k_range(const TileRef &tr, uint32_t kblocks, uint32_t parts) {
+  if (GEMMD_WGMMA_SPLITK && parts > 1) return {tr.part * kblocks / parts, (tr.part + 1) * kblocks / parts};
+  return {0, kblocks};
 }
 
 struct Barriers {
   uint64_t full[kMaxStages];
   uint64_t empty[kMaxStages];
+#if GEMMD_WGMMA_SPLITK
+  uint32_t arrivals[kConsumers];  // the parts of the warpgroup's tile that arrived before it
+#endif
 };
 
 // What every role of the kernel reads from the batch.
@@ -389,6 +416,8 @@ struct BatchView {
   const float *sa_arena;
   uint8_t *d_arena;
   uint32_t n_groups, total_tiles;
+  uint32_t parts, tiles;  // split-K: K parts per tile (1: none), output tiles (total_tiles / parts)
+  float *ws;              // split-K workspace (gemmd_gpu_gemm_wgmma's)
 };
 
 template <typename K, uint32_t BN>
@@ -396,7 +425,7 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
   using R = Ring<K, BN>;
   uint32_t stage = 0, phase = 0, last_group = 0xFFFFFFFFu, loads = 0;
   for (uint32_t t = blockIdx.x; t < v.total_tiles; t += gridDim.x) {
-    const TileRef tr = locate<K, BN>(v.table, v.starts, v.n_groups, t);
+    const TileRef tr = locate<K, BN>(v.table, v.starts, v.n_groups, t, v.parts, v.tiles);
     const uint8_t *tm_a = v.tmaps + (size_t)tr.group * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES;
     const uint8_t *tm_b = tm_a + GEMMD_GPU_TMAP_BYTES;
     if (tr.group != last_group) {
@@ -406,7 +435,8 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
     }
     const gemmd_group_params_t &g = v.table[tr.group];
     const uint32_t kblocks = gemmd_ceil_div(g.k, BK), bytes = (a_box_rows(g.m, K::BM) + BN) * BK;
-    for (uint32_t kb = 0; kb < kblocks; kb++) {
+    const KRange kr = k_range(tr, kblocks, v.parts);
+    for (uint32_t kb = kr.kb0; kb < kr.kb1; kb++) {
       mbar_wait(&bars.empty[stage], phase ^ 1);
       uint8_t *dst = ring + stage * R::kStageBytes;
       if ((GEMMD_WGMMA_PROBE == 3 || GEMMD_WGMMA_PROBE == 4 || GEMMD_WGMMA_PROBE == 6) && loads >= R::kStages) {
@@ -439,9 +469,10 @@ __device__ __forceinline__ void load_scales(const BatchView &v, uint8_t *ring, B
   const uint32_t lane = threadIdx.x % 32;
   uint32_t stage = 0, phase = 0, loads = 0;
   for (uint32_t t = blockIdx.x; t < v.total_tiles; t += gridDim.x) {
-    const TileRef tr = locate<K, BN>(v.table, v.starts, v.n_groups, t);
+    const TileRef tr = locate<K, BN>(v.table, v.starts, v.n_groups, t, v.parts, v.tiles);
     const gemmd_group_params_t &g = v.table[tr.group];
     const uint32_t kblocks = gemmd_ceil_div(g.k, BK);
+    const KRange kr = k_range(tr, kblocks, v.parts);
     const float *sa = v.sa_arena + g.sa_offset;
     uint32_t row_off[K::BM / 32];
 #pragma unroll
@@ -449,7 +480,7 @@ __device__ __forceinline__ void load_scales(const BatchView &v, uint8_t *ring, B
     const float *sb = g.b_layout == GEMMD_SCALE_BLOCK_128X128
                           ? reinterpret_cast<const float *>(g.b_scales) + (size_t)(tr.n0 / 128) * kblocks
                           : nullptr;
-    for (uint32_t kb = 0; kb < kblocks; kb++) {
+    for (uint32_t kb = kr.kb0; kb < kr.kb1; kb++) {
       mbar_wait(&bars.empty[stage], phase ^ 1);
       if ((GEMMD_WGMMA_PROBE == 3 || GEMMD_WGMMA_PROBE == 4 || GEMMD_WGMMA_PROBE == 6) && loads >= R::kStages) {
         mbar_arrive(&bars.full[stage]);
@@ -541,6 +572,55 @@ __device__ __forceinline__ void k_block_halves(float (&total)[K::kHalves * BN / 
   }
 }
 
+#if GEMMD_WGMMA_SPLITK
+// Split-K's workspace (gemmd_gpu_gemm_wgmma's, zeroed once): for each unit of the grid's
+// first wave (units ≤ gridDim.x: the host splits only batches that fit one wave) and each
+// consumer warpgroup, 64 × 128 floats of partial sums in the accumulators' register order
+// (thread tid's element i at i·128 + tid: coalesced, no index math); then an arrival
+// counter per output tile and warpgroup, which the tile's last part sets back to zero.
+constexpr uint32_t kSplitSlotFloats = 64 * 128;
+
+__host__ __device__ constexpr uint64_t split_ws_bytes(uint32_t grid) {
+  return (uint64_t)grid * kConsumers * (kSplitSlotFloats * 4 + 4);
+}
+
+// A unit's part of its tile's sums: written to the workspace; the part that arrives last
+// adds all parts in part order (the same sum whichever comes last) into `total` and
+// returns true: it writes the tile. The others return false.
+template <uint32_t BN>
+__device__ __forceinline__ bool add_parts(const BatchView &v, const TileRef &tr, uint32_t wg, uint32_t tid,
+                                          float (&total)[BN / 2], Barriers &bars) {
+  constexpr uint32_t kRegs = BN / 2;
+  float *const partials = v.ws;
+  uint32_t *const counter = reinterpret_cast<uint32_t *>(v.ws + (size_t)gridDim.x * kConsumers * kSplitSlotFloats) +
+                            tr.tile * kConsumers + wg;
+  auto slot = [&](uint32_t part) {
+    return partials + ((size_t)(part * v.tiles + tr.tile) * kConsumers + wg) * kSplitSlotFloats + tid;
+  };
+  float *mine = slot(tr.part);
+#pragma unroll
+  for (uint32_t i = 0; i < kRegs; i++) __stcg(mine + i * 128, total[i]);
+  __threadfence();  // the sums are visible before the arrival that announces them
+  warpgroup_sync(wg);
+  if (tid == 0) bars.arrivals[wg] = atomicAdd(counter, 1u);
+  warpgroup_sync(wg);
+  if (*reinterpret_cast<volatile uint32_t *>(&bars.arrivals[wg]) + 1 < v.parts) return false;
+  __threadfence();  // every other part's sums are read after their arrivals
+  float sum[kRegs];
+#pragma unroll
+  for (uint32_t i = 0; i < kRegs; i++) sum[i] = 0.0f;
+  for (uint32_t p = 0; p < v.parts; p++) {
+    const float *theirs = slot(p);
+#pragma unroll
+    for (uint32_t i = 0; i < kRegs; i++) sum[i] += p == tr.part ? total[i] : __ldcg(theirs + i * 128);
+  }
+#pragma unroll
+  for (uint32_t i = 0; i < kRegs; i++) total[i] = sum[i];
+  if (tid == 0) *counter = 0;  // for the next launch
+  return true;
+}
+#endif
+
 // One tile for consumer warpgroup `wg` (rows +kWgRows·wg of the tile, in kHalves 64-row
 // halves).
 template <typename K, uint32_t BN, bool kAE5M2, bool kBE5M2>
@@ -550,10 +630,11 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
   using R = Ring<K, BN>;
   constexpr uint32_t kRegs = BN / 2, kHalves = K::kHalves, kWgRows = K::kWgRows;
   const uint32_t tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
-  const uint32_t kblocks = gemmd_ceil_div(g.k, BK);
+  const KRange kr = k_range(tr, gemmd_ceil_div(g.k, BK), v.parts);
   if (tr.m0 + wg * kWgRows >= g.m) {
-    // None of this warpgroup's rows are the group's: only keep the ring turning.
-    for (uint32_t kb = 0; kb < kblocks; kb++) {
+    // None of this warpgroup's rows are the group's: only keep the ring turning (every
+    // K part of the tile does the same, so split-K has nothing to add either).
+    for (uint32_t kb = kr.kb0; kb < kr.kb1; kb++) {
       mbar_wait(&bars.full[stage], phase);
       release_stage(&bars.empty[stage]);
       if (++stage == R::kStages) {
@@ -583,7 +664,7 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
   for (uint32_t i = 0; i < kHalves * kRegs; i++) total[i] = 0.0f;
   if constexpr (kHalves > 1) {
     float blk[kRegs];
-    for (uint32_t kb = 0; kb < kblocks; kb++) {
+    for (uint32_t kb = kr.kb0; kb < kr.kb1; kb++) {
       k_block_halves<K, BN, kAE5M2, kBE5M2>(total, blk, stage, phase, ring, bars, wg, r, b_block);
     }
   } else {
@@ -591,11 +672,16 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
     // Two K blocks per iteration, into two accumulator arrays that take turns: the same
     // work as one array, but ptxas schedules it better (v10 vs v10a in
     // docs/bench/kernels.md).
-    for (uint32_t kb = 0; kb < kblocks; kb += 2) {
+    for (uint32_t kb = kr.kb0; kb < kr.kb1; kb += 2) {
       k_block<K, BN, kAE5M2, kBE5M2>(total, blk0, stage, phase, ring, bars, wg, r, b_block);
-      if (kb + 1 < kblocks) k_block<K, BN, kAE5M2, kBE5M2>(total, blk1, stage, phase, ring, bars, wg, r, b_block);
+      if (kb + 1 < kr.kb1) k_block<K, BN, kAE5M2, kBE5M2>(total, blk1, stage, phase, ring, bars, wg, r, b_block);
     }
   }
+#if GEMMD_WGMMA_SPLITK
+  if constexpr (kHalves == 1 && !K::kTmaStore) {  // the host splits ROWS128 batches alone
+    if (v.parts > 1 && !add_parts<BN>(v, tr, wg, tid, total, bars)) return;  // not the tile's last part
+  }
+#endif
   // Epilogue: accumulator element j*4 + {0,1} is (row0, col), {2,3} is (row1, col), with
   // col = n0 + 8j + 2·(lane % 4) + {0, 1}. The group's fields are copied out of the table
   // first: D may alias it as far as the compiler knows, so every store would otherwise
@@ -714,7 +800,7 @@ __device__ __forceinline__ void consume(const BatchView &v, uint8_t *ring, Barri
   uint32_t stage = 0, phase = 0;
 
   for (uint32_t t = blockIdx.x; t < v.total_tiles; t += gridDim.x) {
-    const TileRef tr = locate<K, BN>(v.table, v.starts, v.n_groups, t);
+    const TileRef tr = locate<K, BN>(v.table, v.starts, v.n_groups, t, v.parts, v.tiles);
     const bool last = t + gridDim.x >= v.total_tiles;  // the CTA's last tile
     // By reference: the fields are read from the table (L1) where used, not held in
     // registers through the K loop.
@@ -750,7 +836,7 @@ __device__ __forceinline__ void with_tile_n(uint32_t tile_n, F &&f) {
 
 // The kernel of tile kind K; on a batch prepared for another kind it returns at once.
 template <typename K>
-__global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *batch) {
+__global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *batch, float *ws) {
   extern __shared__ uint8_t smem_raw[];
   __shared__ Barriers bars;
   uint8_t *ring = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -760,6 +846,9 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
   BatchView v;
   v.n_groups = hdr->n_groups;
   v.total_tiles = hdr->total_tiles;
+  v.parts = GEMMD_WGMMA_SPLITK && hdr->k_splits > 1 ? hdr->k_splits : 1;
+  v.tiles = v.total_tiles / v.parts;
+  v.ws = ws;
   v.table = reinterpret_cast<const gemmd_group_params_t *>(batch + sizeof(gemmd_batch_header_t));
   v.tmaps = batch + hdr->sched_arena;
   v.starts = reinterpret_cast<const uint32_t *>(v.tmaps + (size_t)v.n_groups * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES);
@@ -895,6 +984,50 @@ uint32_t choose_tile_n(const gemmd_group_params_t *table, uint32_t n_groups, uin
   return best;
 }
 
+// Split-K (GEMMD_WGMMA_SPLITK): K parts per ROWS128 tile and the width to go with them,
+// for a batch whose units (tiles × parts) fit one wave of the grid, by choose_tile_n's cost
+// model plus the sums' trip through the workspace: each part writes 64 × tn floats per
+// warpgroup and the last reads the others'. Left free (`parts` 0) it splits only batches
+// whose unsplit width would be 16: in the H200 run of 2026-12-01 (docs/bench/kernels.md,
+// session 8) split-K won only there (N = 2112 at M ≤ 128: 18.3 → 15.0 µs) and lost
+// elsewhere (4096×7168 at M ≤ 128: 19.9 → 23.0 µs with 4 parts of 128 columns; K = 2048:
+// 11.9 → 16.0); the trip measured 3–12 µs, about 3 µs + 20 ns per column and part past
+// the first. `tile_n` / `parts` 0: free; parts 1 in the result: no split.
+struct SplitChoice {
+  uint32_t tile_n, parts;
+};
+
+SplitChoice choose_split(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms, uint32_t tile_n,
+                         uint32_t parts) {
+  const uint32_t unsplit = choose_tile_n(table, n_groups, sms, 128);
+  SplitChoice best = {tile_n != 0 ? tile_n : unsplit, 1};
+  if (parts == 0 && tile_n == 0 && unsplit != 16) return best;
+  double best_cost = -1;
+  for (uint32_t tn : {128u, 64u, 32u, 16u}) {
+    if (tile_n != 0 && tn != tile_n) continue;
+    uint64_t tiles = 0;
+    double kblocks = 0;
+    for (uint32_t g = 0; g < n_groups; g++) {
+      if (!runs_here(table[g])) continue;
+      const uint64_t t = (uint64_t)((table[g].m + 127) / 128) * ((table[g].n + tn - 1) / tn);
+      tiles += t;
+      kblocks += (double)t * ((table[g].k + BK - 1) / BK);
+    }
+    if (tiles == 0) return best;
+    for (uint32_t p = 1; p <= GEMMD_GPU_MAX_K_SPLITS; p++) {
+      if ((parts != 0 && p != parts) || (p > 1 && tiles * p > sms)) continue;
+      const double waves = (double)((tiles * p + sms - 1) / sms);
+      const double cost = waves * std::ceil(kblocks / (double)tiles / p) * (219.0 + 2.66 * tn) +
+                          (p > 1 ? 3000.0 + 20.0 * tn * (p - 1) : 0.0);
+      if (best_cost < 0 || cost < best_cost * 0.999) {
+        best = {tn, p};
+        best_cost = cost;
+      }
+    }
+  }
+  return best;
+}
+
 // Waves of 128-column tiles of `bm` rows over the SMs.
 uint64_t waves(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms, uint32_t bm) {
   uint64_t tiles = 0;
@@ -904,32 +1037,28 @@ uint64_t waves(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sm
   return (tiles + sms - 1) / sms;
 }
 
-// The kind of tile, by rules read off the H200 sweep of 2026-11-30 (session 5, every kind
-// timed on issue 6's cases in one kernel: docs/bench/kernels.md):
-//   ROWS256 was fastest for every M ≥ 4096 case with K ≥ 1536 (4096×7168×16384 −14%,
-//     8192³ −15%, stacked 4096×7168 −11 to −15%, 4096×4096×7168 −10%) except where
-//     256-row tiles leave the last wave emptier (4096×2112×7168: +9%): so every group ≥ 256
-//     rows, K ≥ 1024, and 256-row tiles in at most 1.05× half the waves of 128-row ones;
-//   ROWS128_TMA_STORE was fastest at K = 512 (4096×32768×512: −14% vs ROWS128, −4% vs
-//     ROWS256), its stores overlapping the next tile: every group ≥ 128 rows, K ≤ 2048 and
-//     at least two tiles per SM (at M ≤ 128 it lost in the first, separate-build run);
-//   otherwise ROWS128.
+// The kind of tile, by the H200 run of 2026-12-01 (session 8: each kind its own kernel,
+// every kind timed on issue 6's cases: docs/bench/kernels.md). Earlier rules were read off
+// session 5's sweep, where all kinds were compiled into one kernel and ROWS256 was 10–15%
+// faster than it is as its own kernel; as its own, it is fastest at M = 4096 with N ≥ 7168
+// (4096×7168×16384 1001 vs 1054 µs, 8192³ −4%, stacked 7168×2048 −6%, 4096×32768×512 −4%)
+// and within 2.3% of ROWS128 elsewhere, except where 256-row tiles leave the last wave
+// emptier (4096×2112×7168: +14%). So ROWS256 when every group has ≥ 256 rows and 256-row
+// tiles take at most 1.05× half the waves of 128-row ones; else ROWS128. The TMA-store
+// kind won nowhere in that run (0–11% slower than ROWS128) and is never chosen; it stays
+// built, for forced runs.
 uint32_t choose_kind(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms) {
-  uint32_t min_m = 0xFFFFFFFFu, min_k = 0xFFFFFFFFu, max_k = 0;
+  uint32_t min_m = 0xFFFFFFFFu;
   uint64_t tiles = 0;
   for (uint32_t g = 0; g < n_groups; g++) {
     if (!runs_here(table[g])) continue;
     min_m = std::min(min_m, table[g].m);
-    min_k = std::min(min_k, table[g].k);
-    max_k = std::max(max_k, table[g].k);
     tiles += (uint64_t)((table[g].m + 127) / 128) * ((table[g].n + 127) / 128);
   }
   if (tiles == 0) return GEMMD_TILE_ROWS128;
-  if (min_m >= 256 && min_k >= 1024 &&
-      2.0 * waves(table, n_groups, sms, 256) <= 1.05 * waves(table, n_groups, sms, 128)) {
+  if (min_m >= 256 && 2.0 * waves(table, n_groups, sms, 256) <= 1.05 * waves(table, n_groups, sms, 128)) {
     return GEMMD_TILE_ROWS256;
   }
-  if (min_m >= 128 && max_k <= 2048 && tiles >= 2ull * sms) return GEMMD_TILE_ROWS128_TMA_STORE;
   return GEMMD_TILE_ROWS128;
 }
 
@@ -954,11 +1083,21 @@ extern "C" int gemmd_gpu_gemm_prepare(gemmd_gpu_kernel_t kernel, void *host_batc
 
 extern "C" int gemmd_gpu_gemm_prepare_tiles(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch,
                                             uint32_t kind, uint32_t tile_n) {
+  return gemmd_gpu_gemm_prepare_split(kernel, host_batch, dev_batch, kind, tile_n, 0);
+}
+
+extern "C" int gemmd_gpu_gemm_prepare_split(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch,
+                                            uint32_t kind, uint32_t tile_n, uint32_t k_splits) {
   auto *hdr = static_cast<gemmd_batch_header_t *>(host_batch);
   if (host_batch == nullptr || dev_batch == 0) return GEMMD_EINVAL;
+  if (k_splits > GEMMD_GPU_MAX_K_SPLITS) return GEMMD_EINVAL;
+  // Split-K: in split-K builds, for ROWS128 tiles only.
+  if (k_splits > 1 && (!GEMMD_WGMMA_SPLITK || (kind != GEMMD_GPU_TILE_KIND_AUTO && kind != GEMMD_TILE_ROWS128))) {
+    return GEMMD_ENOTSUP;
+  }
   if (tile_n != 0 && tile_n != 16 && tile_n != 32 && tile_n != 64 && tile_n != 128) return GEMMD_EINVAL;
   if (kind != GEMMD_GPU_TILE_KIND_AUTO && kind >= GEMMD_TILE_KINDS) return GEMMD_EINVAL;
-  // A kind this build lacks: refused when forced, ROWS128 when chosen.
+  // A kind this build lacks: refused when forced, the first kind built when chosen.
   if (kind != GEMMD_GPU_TILE_KIND_AUTO && !GEMMD_WGMMA_BUILT(kind)) return GEMMD_ENOTSUP;
   if (kernel != GEMMD_GPU_KERNEL_WGMMA) return GEMMD_OK;  // the others need nothing
   if (hdr->sched_arena == 0 || hdr->sched_arena % GEMMD_GPU_TMAP_BYTES != 0) return GEMMD_EINVAL;
@@ -972,7 +1111,15 @@ extern "C" int gemmd_gpu_gemm_prepare_tiles(gemmd_gpu_kernel_t kernel, void *hos
     kind = choose_kind(table, hdr->n_groups, (uint32_t)sm_count());
     if (!GEMMD_WGMMA_BUILT(kind)) kind = GEMMD_WGMMA_FALLBACK_KIND;
   }
+  if (k_splits > 1) kind = GEMMD_TILE_ROWS128;
   const uint32_t bm = kind_rows(kind);
+  uint32_t parts = 1;
+  if (GEMMD_WGMMA_SPLITK && kind == GEMMD_TILE_ROWS128 && k_splits != 1) {
+    const SplitChoice c = choose_split(table, hdr->n_groups, (uint32_t)sm_count(), tile_n, k_splits);
+    if (k_splits > 1 && c.parts != k_splits) return GEMMD_EINVAL;  // its units would not fit one wave
+    tile_n = c.tile_n;
+    parts = c.parts;
+  }
   if (tile_n == 0) tile_n = choose_tile_n(table, hdr->n_groups, (uint32_t)sm_count(), bm);
   uint64_t tiles = 0;
   for (uint32_t g = 0; g < hdr->n_groups; g++) {
@@ -1000,7 +1147,9 @@ extern "C" int gemmd_gpu_gemm_prepare_tiles(gemmd_gpu_kernel_t kernel, void *hos
     if (tiles > 0xFFFFFFFFull) return GEMMD_EINVAL;
   }
   starts[hdr->n_groups] = static_cast<uint32_t>(tiles);
-  hdr->total_tiles = static_cast<uint32_t>(tiles);
+  if (tiles * parts > 0xFFFFFFFFull) return GEMMD_EINVAL;
+  hdr->total_tiles = static_cast<uint32_t>(tiles * parts);  // units: tiles × K parts
+  hdr->k_splits = static_cast<uint8_t>(parts);
   hdr->tile_n = static_cast<uint16_t>(tile_n);
   hdr->tile_kind = static_cast<uint8_t>(kind);
   return GEMMD_OK;
@@ -1011,7 +1160,7 @@ namespace {
 // Launches kind K's kernel on `batch` (one CTA per SM), setting its shared-memory limit the
 // first time.
 template <typename K>
-int launch_kind(const uint8_t *batch, cudaStream_t stream) {
+int launch_kind(const uint8_t *batch, float *ws, cudaStream_t stream) {
   static bool ready = false;
   if (!ready) {
     if (cudaFuncSetAttribute(wgmma_gemm_kernel<K>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kSmemBytes) !=
@@ -1020,25 +1169,48 @@ int launch_kind(const uint8_t *batch, cudaStream_t stream) {
     }
     ready = true;
   }
-  wgmma_gemm_kernel<K><<<sm_count(), kThreads, kSmemBytes, stream>>>(batch);
+  wgmma_gemm_kernel<K><<<sm_count(), kThreads, kSmemBytes, stream>>>(batch, ws);
   return cudaGetLastError() == cudaSuccess ? GEMMD_OK : GEMMD_EDEVICE;
+}
+
+// Split-K's workspace for the grid (split_ws_bytes), zeroed, made on first use: one per
+// process, so split batches on two streams at once would share it (the candidate is run by
+// gemm_bench and gpu_gemm_test on one stream; the engine needs one per slot).
+float *split_workspace() {
+#if GEMMD_WGMMA_SPLITK
+  static float *ws = nullptr;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void *p = nullptr;
+    const uint64_t bytes = split_ws_bytes((uint32_t)sm_count());
+    if (cudaMalloc(&p, bytes) == cudaSuccess && cudaMemset(p, 0, bytes) == cudaSuccess &&
+        cudaDeviceSynchronize() == cudaSuccess) {
+      ws = static_cast<float *>(p);
+    }
+  });
+  return ws;
+#else
+  return nullptr;
+#endif
 }
 
 }  // namespace
 
 int gemmd_gpu_gemm_wgmma(const void *batch, uint32_t kinds, cudaStream_t stream) {
   const auto *b = static_cast<const uint8_t *>(batch);
+  float *ws = split_workspace();
+  if (GEMMD_WGMMA_SPLITK && ws == nullptr) return GEMMD_EDEVICE;
   int rc = GEMMD_OK;
   if constexpr (GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS128)) {
-    if (kinds & (1u << GEMMD_TILE_ROWS128)) rc = launch_kind<KindRows128>(b, stream);
+    if (kinds & (1u << GEMMD_TILE_ROWS128)) rc = launch_kind<KindRows128>(b, ws, stream);
   }
   if constexpr (GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS128_TMA_STORE)) {
     if (rc == GEMMD_OK && (kinds & (1u << GEMMD_TILE_ROWS128_TMA_STORE))) {
-      rc = launch_kind<KindRows128TmaStore>(b, stream);
+      rc = launch_kind<KindRows128TmaStore>(b, ws, stream);
     }
   }
   if constexpr (GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS256)) {
-    if (rc == GEMMD_OK && (kinds & (1u << GEMMD_TILE_ROWS256))) rc = launch_kind<KindRows256>(b, stream);
+    if (rc == GEMMD_OK && (kinds & (1u << GEMMD_TILE_ROWS256))) rc = launch_kind<KindRows256>(b, ws, stream);
   }
   return rc;
 }
