@@ -65,6 +65,7 @@ typedef struct {
   /* the gemmd kernel's graphs for this slot's buffer, by the batch's part mask */
   cudaGraphExec_t exec[N_PART_MASKS];
   uint32_t parts; /* the batch's part mask */
+  void *ws;       /* the WGMMA kernel's split-K workspace for this slot's stream (zeroed once) */
   lt_graph_t lt[LT_CACHE];
   gemmd_batch_t *batch;
   gemmd_batch_header_t hdr;
@@ -376,7 +377,8 @@ static cudaError_t enqueue_kernels(cuda_engine_t *e, slot_t *s, const layout_t *
   cudaError_t err = mark(s, s->gemm_start, capturing);
   if (err) return err;
   if (!e->use_lt) {
-    if (gemmd_gpu_gemm_parts_run(e->kernel, s->dev, s->parts & GEMMD_GPU_PARTS_ALL, s->stream) != GEMMD_OK) {
+    if (gemmd_gpu_gemm_parts_run_ws(e->kernel, s->dev, s->parts & GEMMD_GPU_PARTS_ALL, s->ws, s->stream) !=
+        GEMMD_OK) {
       return cudaErrorLaunchFailure;
     }
   } else {
@@ -717,6 +719,7 @@ static void cuda_close(gemmd_engine_t *base) {
         if (s->lt[j].exec) cudaGraphExecDestroy(s->lt[j].exec);
       }
       cudaFree(s->dev);
+      cudaFree(s->ws);
       cudaFreeHost(s->host);
       cudaEventDestroy(s->start);
       cudaEventDestroy(s->stop);
@@ -793,7 +796,13 @@ int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn
     if (!err) err = cudaEventCreate(&e->slots[i].stop);
     if (!err) err = cudaEventCreate(&e->slots[i].gemm_start);
     if (!err) err = cudaEventCreate(&e->slots[i].gemm_stop);
+    /* Split-K batches on the two slots' streams may run at once: a workspace each. */
+    if (!err && !e->use_lt && e->kernel == GEMMD_GPU_KERNEL_WGMMA) {
+      err = cudaMalloc(&e->slots[i].ws, gemmd_gpu_gemm_workspace_bytes());
+      if (!err) err = cudaMemset(e->slots[i].ws, 0, gemmd_gpu_gemm_workspace_bytes());
+    }
   }
+  if (!err) err = cudaDeviceSynchronize(); /* the workspaces are zero before any batch */
   if (!err && e->use_lt && gemmd_cublaslt_create(64u << 20, &e->lt) != GEMMD_OK) err = cudaErrorUnknown;
   if (err) {
     snprintf(why, whylen, "CUDA set-up failed: %s", cudaGetErrorString(err));

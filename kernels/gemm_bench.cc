@@ -4,7 +4,7 @@
 // reference for both, then timing with an L2 flush before every run (CUDA events, median).
 //
 //   gemm_bench [--kernel simple|wgmma] [--reps N] [--only SUBSTRING[,SUBSTRING...]] [--csv FILE]
-//              [--tile-n 16,32,64,128] [--kinds rows128,tma_store,rows256] [--b-scales block|tensor]
+//              [--tile-n 16,32,64,128] [--kinds rows128,tma_store,rows256,split] [--b-scales block|tensor]
 //              [--splits 1,2,4,8] [--shape MxNxK,...] [--list]
 //
 // --only runs the cases whose name holds any of the substrings (say "dense 4096x,stacked");
@@ -19,9 +19,9 @@
 // kernel's own choice): column "[sweep]", as width:us and kind:us. Column "tn" is the
 // width the kernel chose itself, "kind=" at the end of the row the kind ("parts=" after it:
 // K parts per tile, where the kernel split K).
-// --splits times ROWS128 tiles with K cut into each of those numbers of parts (split-K, the
-// `splitk` candidate build; each checked against FP64): cells kS/width:us, "kS:-" where
-// the batch's tiles × S do not fit one wave, "kS:not-built" in builds without split-K.
+// --splits times 128-row tiles with K cut into each of those numbers of parts (split-K, the
+// ROWS128_SPLIT kind; each checked against FP64): cells kS/width:us, "kS:-" where the
+// batch's tiles × S do not fit one wave, "kS:not-built" in builds without the kind.
 // (default kernel: wgmma)
 //
 // Prints µs, TFLOPS, GB/s (A + B + scales + D, each once), ours/cuBLASLt speed ratio and
@@ -240,7 +240,7 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
                                             k_splits) == GEMMD_OK,
                "prepare, kind %u tile_n %u k_splits %u", kind, tile_n, k_splits);
     const auto *hdr = reinterpret_cast<const gemmd_batch_header_t *>(host.data());
-    *chosen = gemmd_gpu_tiles_t{hdr->tile_kind, hdr->tile_n};
+    *chosen = gemmd_gpu_tiles_t{hdr->tile_kind, hdr->tile_n, hdr->k_splits};
     CUDA_OK(cudaMemcpy(batch, host.data(), total, cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemset(batch + h.d_arena, 0xFF, d_bytes));
     // the batch's own launches (its tile kind's kernel), as the engine's graph has them

@@ -22,6 +22,11 @@ extern "C" uint32_t gemmd_gpu_gemm_prepared_parts(const void *host_batch) {
 
 extern "C" int gemmd_gpu_gemm_parts_run(gemmd_gpu_kernel_t kernel, const void *batch, uint32_t parts,
                                         cudaStream_t stream) {
+  return gemmd_gpu_gemm_parts_run_ws(kernel, batch, parts, nullptr, stream);
+}
+
+extern "C" int gemmd_gpu_gemm_parts_run_ws(gemmd_gpu_kernel_t kernel, const void *batch, uint32_t parts,
+                                           void *workspace, cudaStream_t stream) {
   if (batch == nullptr || (parts & ~uint32_t(GEMMD_GPU_PARTS_ALL)) != 0) return GEMMD_EINVAL;
   switch (kernel) {
     case GEMMD_GPU_KERNEL_SIMPLE:
@@ -33,7 +38,7 @@ extern "C" int gemmd_gpu_gemm_parts_run(gemmd_gpu_kernel_t kernel, const void *b
       constexpr uint32_t kKinds = (1u << GEMMD_TILE_KINDS) - 1;
       static_assert(GEMMD_GPU_PART_FP32_OUT == 1u << GEMMD_TILE_KINDS, "one part per tile kind, then FP32");
       int rc = GEMMD_OK;
-      if (parts & kKinds) rc = gemmd_gpu_gemm_wgmma(batch, parts & kKinds, stream);
+      if (parts & kKinds) rc = gemmd_gpu_gemm_wgmma(batch, parts & kKinds, workspace, stream);
       if (rc == GEMMD_OK && (parts & GEMMD_GPU_PART_FP32_OUT)) rc = gemmd_gpu_gemm_simple(batch, true, stream);
       return rc;
     }

@@ -48,16 +48,19 @@ int gemmd_gpu_gemm_prepare(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t
  * the cost of a batch whose maps are all new. */
 void gemmd_gpu_gemm_forget_maps(void);
 
-/* A WGMMA tile configuration: the kind of tile (gemmd_tile_kind_t) and its width. */
+/* A WGMMA tile configuration: the kind of tile (gemmd_tile_kind_t), its width, and for
+ * ROWS128_SPLIT the K parts per tile. */
 typedef struct gemmd_gpu_tiles_s {
-  uint32_t kind;   /* gemmd_tile_kind_t */
-  uint32_t tile_n; /* columns per tile: 16, 32, 64 or 128 */
+  uint32_t kind;     /* gemmd_tile_kind_t */
+  uint32_t tile_n;   /* columns per tile: 16, 32, 64 or 128 */
+  uint32_t k_splits; /* K parts per tile (1 but for ROWS128_SPLIT) */
 } gemmd_gpu_tiles_t;
 
 /* The WGMMA kernel's tile configuration for a batch whose table is `table`, on a GPU of
- * `sms` SMs: the kind from rules measured on the H200, then the width with the least
- * estimated time (waves of tiles over the SMs times a per-K-block cost measured there;
- * docs/bench/kernels.md says which runs). Host only. */
+ * `sms` SMs: the kind from rules measured on the H200 (ROWS128_SPLIT where ROWS128 would
+ * need 16-column tiles to fill the SMs and K parts cost less), then the width with the
+ * least estimated time (waves of tiles over the SMs times a per-K-block cost measured
+ * there; docs/bench/kernels.md says which runs). Host only. */
 gemmd_gpu_tiles_t gemmd_gpu_gemm_choose_tiles(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms);
 
 /* Kinds of tile a request may force; AUTO: the kernel's choice. */
@@ -66,20 +69,25 @@ gemmd_gpu_tiles_t gemmd_gpu_gemm_choose_tiles(const gemmd_group_params_t *table,
 /* gemmd_gpu_gemm_prepare with a forced configuration: `kind` a gemmd_tile_kind_t (or
  * GEMMD_GPU_TILE_KIND_AUTO) and tiles of `tile_n` columns (16, 32, 64 or 128; 0: the best
  * width for that kind). GEMMD_EINVAL for other values, GEMMD_ENOTSUP for a kind the build
- * lacks (gemmd's build has all three; in a build with fewer, such as the probes, AUTO
+ * lacks (gemmd's build has all four; in a build with fewer, such as the probes, AUTO
  * gives the first kind built where the rule's kind is missing). Benchmarks and tests. */
 int gemmd_gpu_gemm_prepare_tiles(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch, uint32_t kind,
                                  uint32_t tile_n);
 
 /* gemmd_gpu_gemm_prepare_tiles with K cut into `k_splits` parts per tile (split-K: each
- * part its own unit of the grid, the tile's last part adding the others' FP32 sums):
- * 0 = the kernel's choice, 1 = none, up to GEMMD_GPU_MAX_K_SPLITS. Only the `splitk`
- * candidate build splits (others: GEMMD_ENOTSUP for k_splits > 1, and 0 means 1), only
- * ROWS128 tiles (another kind forced: GEMMD_ENOTSUP), and only batches whose tiles × parts
+ * part its own unit of the grid, the tile's last part adding the others' FP32 sums in part
+ * order): 0 = the kernel's choice, 1 = none (AUTO then never picks ROWS128_SPLIT), up to
+ * GEMMD_GPU_MAX_K_SPLITS. Parts are the ROWS128_SPLIT kind's alone (k_splits > 1 with
+ * AUTO picks it; with another kind: GEMMD_ENOTSUP) and only for batches whose tiles × parts
  * fit one wave of the grid (GEMMD_EINVAL otherwise). Benchmarks and tests. */
 #define GEMMD_GPU_MAX_K_SPLITS 8
 int gemmd_gpu_gemm_prepare_split(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch, uint32_t kind,
                                  uint32_t tile_n, uint32_t k_splits);
+
+/* Bytes of the workspace a stream's split-K launches need (ROWS128_SPLIT: the parts' FP32
+ * sums and an arrival counter per tile; gemmd_gpu_gemm_parts_run_ws). It must be zeroed
+ * before its first use; every launch leaves it zeroed for the next. */
+uint64_t gemmd_gpu_gemm_workspace_bytes(void);
 
 /* Runs the GEMM of the batch at `batch` (device memory; header, table, arenas): every
  * launch (see gemmd_gpu_gemm_parts_run for one batch's launches alone). */
@@ -94,8 +102,8 @@ int gemmd_gpu_gemm(gemmd_gpu_kernel_t kernel, const void *batch, cudaStream_t st
 #define GEMMD_GPU_PART_KIND(kind) (1u << (kind)) /* the WGMMA kernel of a gemmd_tile_kind_t */
 enum {
   GEMMD_GPU_PART_HALF_OUT = 1, /* = GEMMD_GPU_PART_KIND(GEMMD_TILE_ROWS128) */
-  GEMMD_GPU_PART_FP32_OUT = 8,
-  GEMMD_GPU_PARTS_ALL = 15
+  GEMMD_GPU_PART_FP32_OUT = 16,
+  GEMMD_GPU_PARTS_ALL = 31
 };
 
 /* The mask of a table before it is prepared: HALF_OUT for BF16/FP16 outputs, FP32_OUT. */
@@ -110,6 +118,13 @@ uint32_t gemmd_gpu_gemm_prepared_parts(const void *host_batch);
  * than the batch's does nothing). The simple kernel is one launch for every group whenever
  * parts is not 0. gemmd_gpu_gemm launches every part. */
 int gemmd_gpu_gemm_parts_run(gemmd_gpu_kernel_t kernel, const void *batch, uint32_t parts, cudaStream_t stream);
+
+/* gemmd_gpu_gemm_parts_run with the split-K workspace `workspace`
+ * (gemmd_gpu_gemm_workspace_bytes, zeroed before its first use): each stream that may run
+ * at the same time as another needs its own. NULL: one the library keeps for the process
+ * (made on first use, so not inside a graph capture), as gemmd_gpu_gemm_parts_run does. */
+int gemmd_gpu_gemm_parts_run_ws(gemmd_gpu_kernel_t kernel, const void *batch, uint32_t parts, void *workspace,
+                                cudaStream_t stream);
 
 /* Quantizes the batch's raw-A jobs (BF16/FP16/FP32 → E4M3, 1×128 scales) in place. */
 int gemmd_gpu_quantize_jobs(const void *batch, cudaStream_t stream);

@@ -10,7 +10,7 @@
 int gemmd_gpu_gemm_simple(const void *batch, bool fp32_out_only, cudaStream_t stream);
 /* sm90_gemm_wgmma.cu; kinds: the tile kinds whose kernels to launch, 1 << gemmd_tile_kind_t
  * each (a kernel does nothing on a batch of another kind; kinds this build lacks are not
- * launched). */
-int gemmd_gpu_gemm_wgmma(const void *batch, uint32_t kinds, cudaStream_t stream);
+ * launched); workspace: split-K's (gemmd_gpu_gemm_parts_run_ws), NULL for the process's. */
+int gemmd_gpu_gemm_wgmma(const void *batch, uint32_t kinds, void *workspace, cudaStream_t stream);
 
 #endif /* GEMMD_KERNELS_GPU_GEMM_KERNELS_H_ */

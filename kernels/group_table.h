@@ -60,12 +60,14 @@ typedef enum {
   GEMMD_TILE_ROWS128 = 0,           /* 128 rows; the epilogue writes 16-byte pieces */
   GEMMD_TILE_ROWS128_TMA_STORE = 1, /* 128 rows; the epilogue writes by TMA tensor stores */
   GEMMD_TILE_ROWS256 = 2,           /* 256 rows, each consumer warpgroup two 64-row halves */
-  GEMMD_TILE_KINDS = 3
+  GEMMD_TILE_ROWS128_SPLIT = 3,     /* ROWS128 with K in header.k_splits parts (split-K) */
+  GEMMD_TILE_KINDS = 4
 } gemmd_tile_kind_t;
 
-/* A kind's name in tools and logs ("rows128", "tma_store", "rows256"; "?" past the last). */
+/* A kind's name in tools and logs ("rows128", "tma_store", "rows256", "split"; "?" past the
+ * last). */
 static inline const char *gemmd_tile_kind_name(uint32_t kind) {
-  static const char *const names[GEMMD_TILE_KINDS] = {"rows128", "tma_store", "rows256"};
+  static const char *const names[GEMMD_TILE_KINDS] = {"rows128", "tma_store", "rows256", "split"};
   return kind < GEMMD_TILE_KINDS ? names[kind] : "?";
 }
 
@@ -76,7 +78,7 @@ typedef struct gemmd_batch_header_s {
   uint32_t total_tiles; /* filled by gemmd_gpu_gemm_prepare, for the tile scheduler */
   uint16_t tile_n;      /* columns per output tile, chosen by gemmd_gpu_gemm_prepare */
   uint8_t tile_kind;    /* gemmd_tile_kind_t, chosen with tile_n */
-  uint8_t k_splits;     /* split-K builds: K parts per tile (total_tiles counts units); else 1 */
+  uint8_t k_splits;     /* ROWS128_SPLIT: K parts per tile (total_tiles counts tiles × parts); else 1 */
   uint64_t a_arena;  /* byte offsets from the start of the batch buffer */
   uint64_t sa_arena;
   uint64_t raw_arena;

@@ -65,21 +65,16 @@
 // code size; docs/bench/kernels.md, session 5). gemmd's build has all three; the probes
 // ROWS128 alone unless they say otherwise; a kind not built is GEMMD_ENOTSUP when forced,
 // and where the rule picks it the batch gets the first kind built.
-// Split-K (candidate `splitk`): ROWS128 tiles whose K is cut into header.k_splits parts,
-// each part a unit of the persistent grid; each part's FP32 sums go to a workspace and the
-// last part of a tile to arrive adds them all (in part order) and writes the tile.
-#ifndef GEMMD_WGMMA_SPLITK
-#define GEMMD_WGMMA_SPLITK 0
-#endif
 #ifndef GEMMD_WGMMA_KINDS
-#define GEMMD_WGMMA_KINDS (GEMMD_WGMMA_PROBE != 0 ? 1u : 7u)
+#define GEMMD_WGMMA_KINDS (GEMMD_WGMMA_PROBE != 0 ? 1u : 15u)
 #endif
 #define GEMMD_WGMMA_BUILT(kind) ((GEMMD_WGMMA_KINDS >> (kind)) & 1u)
 // The kind a batch gets when the rule's kind is not built: the first that is.
 #define GEMMD_WGMMA_FALLBACK_KIND                                                 \
   (GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS128)             ? GEMMD_TILE_ROWS128           \
    : GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS128_TMA_STORE) ? GEMMD_TILE_ROWS128_TMA_STORE \
-                                                     : GEMMD_TILE_ROWS256)
+   : GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS256)           ? GEMMD_TILE_ROWS256           \
+                                                     : GEMMD_TILE_ROWS128_SPLIT)
 
 namespace {
 
@@ -92,7 +87,10 @@ namespace {
 //   ROWS128_TMA_STORE: the same tile; the staged tile leaves by TMA tensor stores (a
 //     third tensor map per group, for D), which the warpgroup does not wait for;
 //   ROWS256: BM = 256, each consumer warpgroup 128 rows in two 64-row halves that share
-//     one block accumulator (B read once per 256 rows: fewer bytes per FLOP).
+//     one block accumulator (B read once per 256 rows: fewer bytes per FLOP);
+//   ROWS128_SPLIT: ROWS128 tiles whose K is cut into header.k_splits parts (split-K), each
+//     part a unit of the persistent grid; each part's FP32 sums go to a workspace and the
+//     last part of a tile to arrive adds them all (in part order) and writes the tile.
 // tile_n (16..128 columns) gives the persistent grid tiles for every SM even when N is
 // small (decode). The ring's stage count follows from the stage size.
 constexpr uint32_t BK = 128;  // bytes of K per stage = one scale block = the swizzle width
@@ -101,19 +99,22 @@ constexpr uint32_t kThreads = 128 * (1 + kConsumers);
 constexpr uint32_t kRingBytes = 227 * 1024 - 2048;  // dynamic shared memory for the ring
 constexpr uint32_t kMaxStages = 16;
 
-template <uint32_t kKind, uint32_t kRows, bool kTmaStoreOut>
+template <uint32_t kKind, uint32_t kRows, bool kTmaStoreOut, bool kSplitK = false>
 struct Kind {
   static constexpr uint32_t kId = kKind;  // gemmd_tile_kind_t
   static constexpr uint32_t BM = kRows;
   static constexpr bool kTmaStore = kTmaStoreOut;
+  static constexpr bool kSplit = kSplitK;
   static constexpr uint32_t kWgRows = BM / kConsumers;  // a consumer warpgroup's rows of the tile
   static constexpr uint32_t kHalves = kWgRows / 64;     // its 64-row WGMMA passes per K block
   static constexpr uint32_t kStageA = BM * BK;
   static_assert(!(kTmaStore && kHalves > 1), "TMA stores are built for 64-row warpgroups");
+  static_assert(!(kSplit && (kTmaStore || kHalves > 1)), "split-K is built for ROWS128");
 };
 using KindRows128 = Kind<GEMMD_TILE_ROWS128, 128, false>;
 using KindRows128TmaStore = Kind<GEMMD_TILE_ROWS128_TMA_STORE, 128, true>;
 using KindRows256 = Kind<GEMMD_TILE_ROWS256, 256, false>;
+using KindRows128Split = Kind<GEMMD_TILE_ROWS128_SPLIT, 128, false, true>;
 
 // A stage's scales, copied in by the producer warpgroup's second warp (cp.async): A's for
 // the tile's BM rows at the stage's K block, and B's 128×128 block scale.
@@ -373,7 +374,7 @@ template <typename K, uint32_t BN>
 __device__ __forceinline__ TileRef locate(const gemmd_group_params_t *table, const uint32_t *starts, uint32_t n_groups,
                                           uint32_t t, uint32_t parts = 1, uint32_t tiles = 0) {
   uint32_t part = 0;
-  if (GEMMD_WGMMA_SPLITK && parts > 1) {
+  if (K::kSplit && parts > 1) {
     part = t / tiles;
     t -= part * tiles;
   }
@@ -395,17 +396,15 @@ __device__ __forceinline__ TileRef locate(const gemmd_group_params_t *table, con
 struct KRange {
   uint32_t kb0, kb1;
 };
+template <typename K>
 __device__ __forceinline__ KRange k_range(const TileRef &tr, uint32_t kblocks, uint32_t parts) {
-  if (GEMMD_WGMMA_SPLITK && parts > 1) return {tr.part * kblocks / parts, (tr.part + 1) * kblocks / parts};
+  if (K::kSplit && parts > 1) return {tr.part * kblocks / parts, (tr.part + 1) * kblocks / parts};
   return {0, kblocks};
 }
 
 struct Barriers {
   uint64_t full[kMaxStages];
   uint64_t empty[kMaxStages];
-#if GEMMD_WGMMA_SPLITK
-  uint32_t arrivals[kConsumers];  // the parts of the warpgroup's tile that arrived before it
-#endif
 };
 
 // What every role of the kernel reads from the batch.
@@ -417,7 +416,7 @@ struct BatchView {
   uint8_t *d_arena;
   uint32_t n_groups, total_tiles;
   uint32_t parts, tiles;  // split-K: K parts per tile (1: none), output tiles (total_tiles / parts)
-  float *ws;              // split-K workspace (gemmd_gpu_gemm_wgmma's)
+  float *ws;              // split-K's workspace (ROWS128_SPLIT)
 };
 
 template <typename K, uint32_t BN>
@@ -435,7 +434,7 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
     }
     const gemmd_group_params_t &g = v.table[tr.group];
     const uint32_t kblocks = gemmd_ceil_div(g.k, BK), bytes = (a_box_rows(g.m, K::BM) + BN) * BK;
-    const KRange kr = k_range(tr, kblocks, v.parts);
+    const KRange kr = k_range<K>(tr, kblocks, v.parts);
     for (uint32_t kb = kr.kb0; kb < kr.kb1; kb++) {
       mbar_wait(&bars.empty[stage], phase ^ 1);
       uint8_t *dst = ring + stage * R::kStageBytes;
@@ -472,7 +471,7 @@ __device__ __forceinline__ void load_scales(const BatchView &v, uint8_t *ring, B
     const TileRef tr = locate<K, BN>(v.table, v.starts, v.n_groups, t, v.parts, v.tiles);
     const gemmd_group_params_t &g = v.table[tr.group];
     const uint32_t kblocks = gemmd_ceil_div(g.k, BK);
-    const KRange kr = k_range(tr, kblocks, v.parts);
+    const KRange kr = k_range<K>(tr, kblocks, v.parts);
     const float *sa = v.sa_arena + g.sa_offset;
     uint32_t row_off[K::BM / 32];
 #pragma unroll
@@ -572,15 +571,14 @@ __device__ __forceinline__ void k_block_halves(float (&total)[K::kHalves * BN / 
   }
 }
 
-#if GEMMD_WGMMA_SPLITK
-// Split-K's workspace (gemmd_gpu_gemm_wgmma's, zeroed once): for each unit of the grid's
+// Split-K's workspace (gemmd_gpu_gemm_workspace_bytes; zeroed once, before first use): for each unit of the grid's
 // first wave (units ≤ gridDim.x: the host splits only batches that fit one wave) and each
 // consumer warpgroup, 64 × 128 floats of partial sums in the accumulators' register order
 // (thread tid's element i at i·128 + tid: coalesced, no index math); then an arrival
 // counter per output tile and warpgroup, which the tile's last part sets back to zero.
 constexpr uint32_t kSplitSlotFloats = 64 * 128;
 
-__host__ __device__ constexpr uint64_t split_ws_bytes(uint32_t grid) {
+constexpr uint64_t split_ws_bytes(uint32_t grid) {
   return (uint64_t)grid * kConsumers * (kSplitSlotFloats * 4 + 4);
 }
 
@@ -589,8 +587,9 @@ __host__ __device__ constexpr uint64_t split_ws_bytes(uint32_t grid) {
 // returns true: it writes the tile. The others return false.
 template <uint32_t BN>
 __device__ __forceinline__ bool add_parts(const BatchView &v, const TileRef &tr, uint32_t wg, uint32_t tid,
-                                          float (&total)[BN / 2], Barriers &bars) {
+                                          float (&total)[BN / 2]) {
   constexpr uint32_t kRegs = BN / 2;
+  __shared__ uint32_t arrivals[kConsumers];  // the parts of the warpgroup's tile that arrived before it
   float *const partials = v.ws;
   uint32_t *const counter = reinterpret_cast<uint32_t *>(v.ws + (size_t)gridDim.x * kConsumers * kSplitSlotFloats) +
                             tr.tile * kConsumers + wg;
@@ -602,9 +601,9 @@ __device__ __forceinline__ bool add_parts(const BatchView &v, const TileRef &tr,
   for (uint32_t i = 0; i < kRegs; i++) __stcg(mine + i * 128, total[i]);
   __threadfence();  // the sums are visible before the arrival that announces them
   warpgroup_sync(wg);
-  if (tid == 0) bars.arrivals[wg] = atomicAdd(counter, 1u);
+  if (tid == 0) arrivals[wg] = atomicAdd(counter, 1u);
   warpgroup_sync(wg);
-  if (*reinterpret_cast<volatile uint32_t *>(&bars.arrivals[wg]) + 1 < v.parts) return false;
+  if (*reinterpret_cast<volatile uint32_t *>(&arrivals[wg]) + 1 < v.parts) return false;
   __threadfence();  // every other part's sums are read after their arrivals
   float sum[kRegs];
 #pragma unroll
@@ -619,7 +618,6 @@ __device__ __forceinline__ bool add_parts(const BatchView &v, const TileRef &tr,
   if (tid == 0) *counter = 0;  // for the next launch
   return true;
 }
-#endif
 
 // One tile for consumer warpgroup `wg` (rows +kWgRows·wg of the tile, in kHalves 64-row
 // halves).
@@ -630,7 +628,7 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
   using R = Ring<K, BN>;
   constexpr uint32_t kRegs = BN / 2, kHalves = K::kHalves, kWgRows = K::kWgRows;
   const uint32_t tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
-  const KRange kr = k_range(tr, gemmd_ceil_div(g.k, BK), v.parts);
+  const KRange kr = k_range<K>(tr, gemmd_ceil_div(g.k, BK), v.parts);
   if (tr.m0 + wg * kWgRows >= g.m) {
     // None of this warpgroup's rows are the group's: only keep the ring turning (every
     // K part of the tile does the same, so split-K has nothing to add either).
@@ -677,11 +675,9 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
       if (kb + 1 < kr.kb1) k_block<K, BN, kAE5M2, kBE5M2>(total, blk1, stage, phase, ring, bars, wg, r, b_block);
     }
   }
-#if GEMMD_WGMMA_SPLITK
-  if constexpr (kHalves == 1 && !K::kTmaStore) {  // the host splits ROWS128 batches alone
-    if (v.parts > 1 && !add_parts<BN>(v, tr, wg, tid, total, bars)) return;  // not the tile's last part
+  if constexpr (K::kSplit) {
+    if (v.parts > 1 && !add_parts<BN>(v, tr, wg, tid, total)) return;  // not the tile's last part
   }
-#endif
   // Epilogue: accumulator element j*4 + {0,1} is (row0, col), {2,3} is (row1, col), with
   // col = n0 + 8j + 2·(lane % 4) + {0, 1}. The group's fields are copied out of the table
   // first: D may alias it as far as the compiler knows, so every store would otherwise
@@ -846,7 +842,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
   BatchView v;
   v.n_groups = hdr->n_groups;
   v.total_tiles = hdr->total_tiles;
-  v.parts = GEMMD_WGMMA_SPLITK && hdr->k_splits > 1 ? hdr->k_splits : 1;
+  v.parts = K::kSplit && hdr->k_splits > 1 ? hdr->k_splits : 1;
   v.tiles = v.total_tiles / v.parts;
   v.ws = ws;
   v.table = reinterpret_cast<const gemmd_group_params_t *>(batch + sizeof(gemmd_batch_header_t));
@@ -984,7 +980,7 @@ uint32_t choose_tile_n(const gemmd_group_params_t *table, uint32_t n_groups, uin
   return best;
 }
 
-// Split-K (GEMMD_WGMMA_SPLITK): K parts per ROWS128 tile and the width to go with them,
+// Split-K (ROWS128_SPLIT): K parts per 128-row tile and the width to go with them,
 // for a batch whose units (tiles × parts) fit one wave of the grid, by choose_tile_n's cost
 // model plus the sums' trip through the workspace: each part writes 64 × tn floats per
 // warpgroup and the last reads the others'. Left free (`parts` 0) it splits only batches
@@ -1068,11 +1064,24 @@ extern "C" uint64_t gemmd_gpu_gemm_sched_bytes(uint32_t n_groups) {
   return (uint64_t)n_groups * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES + 4ull * (n_groups + 1);
 }
 
+namespace {
+
+// The tile configuration for a batch: the kind by the rule, and where the rule says ROWS128
+// and split-K pays (choose_split), ROWS128_SPLIT; then the width (and K parts).
+gemmd_gpu_tiles_t choose_config(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms) {
+  const uint32_t kind = choose_kind(table, n_groups, sms);
+  if (kind == GEMMD_TILE_ROWS128) {
+    const SplitChoice c = choose_split(table, n_groups, sms, 0, 0);
+    if (c.parts > 1) return gemmd_gpu_tiles_t{GEMMD_TILE_ROWS128_SPLIT, c.tile_n, c.parts};
+  }
+  return gemmd_gpu_tiles_t{kind, choose_tile_n(table, n_groups, sms, kind_rows(kind)), 1};
+}
+
+}  // namespace
+
 extern "C" gemmd_gpu_tiles_t gemmd_gpu_gemm_choose_tiles(const gemmd_group_params_t *table, uint32_t n_groups,
                                                         uint32_t sms) {
-  if (sms == 0) sms = 1;
-  const uint32_t kind = choose_kind(table, n_groups, sms);
-  return gemmd_gpu_tiles_t{kind, choose_tile_n(table, n_groups, sms, kind_rows(kind))};
+  return choose_config(table, n_groups, sms == 0 ? 1 : sms);
 }
 
 extern "C" void gemmd_gpu_gemm_forget_maps(void) { map_cache().clear(); }
@@ -1091,36 +1100,35 @@ extern "C" int gemmd_gpu_gemm_prepare_split(gemmd_gpu_kernel_t kernel, void *hos
   auto *hdr = static_cast<gemmd_batch_header_t *>(host_batch);
   if (host_batch == nullptr || dev_batch == 0) return GEMMD_EINVAL;
   if (k_splits > GEMMD_GPU_MAX_K_SPLITS) return GEMMD_EINVAL;
-  // Split-K: in split-K builds, for ROWS128 tiles only.
-  if (k_splits > 1 && (!GEMMD_WGMMA_SPLITK || (kind != GEMMD_GPU_TILE_KIND_AUTO && kind != GEMMD_TILE_ROWS128))) {
-    return GEMMD_ENOTSUP;
-  }
   if (tile_n != 0 && tile_n != 16 && tile_n != 32 && tile_n != 64 && tile_n != 128) return GEMMD_EINVAL;
   if (kind != GEMMD_GPU_TILE_KIND_AUTO && kind >= GEMMD_TILE_KINDS) return GEMMD_EINVAL;
+  // K parts are the split kind's alone (asked for with AUTO, they choose it).
+  if (k_splits > 1 && kind != GEMMD_GPU_TILE_KIND_AUTO && kind != GEMMD_TILE_ROWS128_SPLIT) return GEMMD_ENOTSUP;
+  if (k_splits > 1) kind = GEMMD_TILE_ROWS128_SPLIT;
   // A kind this build lacks: refused when forced, the first kind built when chosen.
   if (kind != GEMMD_GPU_TILE_KIND_AUTO && !GEMMD_WGMMA_BUILT(kind)) return GEMMD_ENOTSUP;
   if (kernel != GEMMD_GPU_KERNEL_WGMMA) return GEMMD_OK;  // the others need nothing
   if (hdr->sched_arena == 0 || hdr->sched_arena % GEMMD_GPU_TMAP_BYTES != 0) return GEMMD_EINVAL;
-  std::call_once(g_encode_once, load_encode);
-  if (g_encode == nullptr) return GEMMD_EDEVICE;
   auto *bytes = static_cast<uint8_t *>(host_batch);
   const auto *table = reinterpret_cast<const gemmd_group_params_t *>(bytes + sizeof *hdr);
   uint8_t *tmaps = bytes + hdr->sched_arena;
   auto *starts = reinterpret_cast<uint32_t *>(tmaps + (size_t)hdr->n_groups * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES);
+  const uint32_t sms = (uint32_t)sm_count();
   if (kind == GEMMD_GPU_TILE_KIND_AUTO) {
-    kind = choose_kind(table, hdr->n_groups, (uint32_t)sm_count());
+    kind = k_splits == 1 ? choose_kind(table, hdr->n_groups, sms) : choose_config(table, hdr->n_groups, sms).kind;
     if (!GEMMD_WGMMA_BUILT(kind)) kind = GEMMD_WGMMA_FALLBACK_KIND;
   }
-  if (k_splits > 1) kind = GEMMD_TILE_ROWS128;
   const uint32_t bm = kind_rows(kind);
   uint32_t parts = 1;
-  if (GEMMD_WGMMA_SPLITK && kind == GEMMD_TILE_ROWS128 && k_splits != 1) {
-    const SplitChoice c = choose_split(table, hdr->n_groups, (uint32_t)sm_count(), tile_n, k_splits);
+  if (kind == GEMMD_TILE_ROWS128_SPLIT && k_splits != 1) {
+    const SplitChoice c = choose_split(table, hdr->n_groups, sms, tile_n, k_splits);
     if (k_splits > 1 && c.parts != k_splits) return GEMMD_EINVAL;  // its units would not fit one wave
     tile_n = c.tile_n;
     parts = c.parts;
   }
-  if (tile_n == 0) tile_n = choose_tile_n(table, hdr->n_groups, (uint32_t)sm_count(), bm);
+  if (tile_n == 0) tile_n = choose_tile_n(table, hdr->n_groups, sms, bm);
+  std::call_once(g_encode_once, load_encode);
+  if (g_encode == nullptr) return GEMMD_EDEVICE;
   uint64_t tiles = 0;
   for (uint32_t g = 0; g < hdr->n_groups; g++) {
     const gemmd_group_params_t &p = table[g];
@@ -1173,11 +1181,9 @@ int launch_kind(const uint8_t *batch, float *ws, cudaStream_t stream) {
   return cudaGetLastError() == cudaSuccess ? GEMMD_OK : GEMMD_EDEVICE;
 }
 
-// Split-K's workspace for the grid (split_ws_bytes), zeroed, made on first use: one per
-// process, so split batches on two streams at once would share it (the candidate is run by
-// gemm_bench and gpu_gemm_test on one stream; the engine needs one per slot).
-float *split_workspace() {
-#if GEMMD_WGMMA_SPLITK
+// Split-K's workspace for callers that pass none (benchmarks, tests: one stream), zeroed,
+// made on first use. The engine gives each of its streams its own.
+float *process_workspace() {
   static float *ws = nullptr;
   static std::once_flag once;
   std::call_once(once, [] {
@@ -1189,17 +1195,19 @@ float *split_workspace() {
     }
   });
   return ws;
-#else
-  return nullptr;
-#endif
 }
 
 }  // namespace
 
-int gemmd_gpu_gemm_wgmma(const void *batch, uint32_t kinds, cudaStream_t stream) {
+extern "C" uint64_t gemmd_gpu_gemm_workspace_bytes(void) { return split_ws_bytes((uint32_t)sm_count()); }
+
+int gemmd_gpu_gemm_wgmma(const void *batch, uint32_t kinds, void *workspace, cudaStream_t stream) {
   const auto *b = static_cast<const uint8_t *>(batch);
-  float *ws = split_workspace();
-  if (GEMMD_WGMMA_SPLITK && ws == nullptr) return GEMMD_EDEVICE;
+  float *ws = static_cast<float *>(workspace);
+  if (GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS128_SPLIT) && (kinds & (1u << GEMMD_TILE_ROWS128_SPLIT)) && ws == nullptr) {
+    ws = process_workspace();
+    if (ws == nullptr) return GEMMD_EDEVICE;
+  }
   int rc = GEMMD_OK;
   if constexpr (GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS128)) {
     if (kinds & (1u << GEMMD_TILE_ROWS128)) rc = launch_kind<KindRows128>(b, ws, stream);
@@ -1211,6 +1219,11 @@ int gemmd_gpu_gemm_wgmma(const void *batch, uint32_t kinds, cudaStream_t stream)
   }
   if constexpr (GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS256)) {
     if (rc == GEMMD_OK && (kinds & (1u << GEMMD_TILE_ROWS256))) rc = launch_kind<KindRows256>(b, ws, stream);
+  }
+  if constexpr (GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS128_SPLIT)) {
+    if (rc == GEMMD_OK && (kinds & (1u << GEMMD_TILE_ROWS128_SPLIT))) {
+      rc = launch_kind<KindRows128Split>(b, ws, stream);
+    }
   }
   return rc;
 }

@@ -94,12 +94,32 @@ class CudaEngine(unittest.TestCase):
             batches = metric(d, "gemmd_batches_total")
             self.assertGreaterEqual(batches, 20)
             self.assertEqual(metric(d, "gemmd_graph_replays_total"), batches)
-            # A slot keeps one graph per kind of batch (quantize or not, half and/or FP32
-            # outputs: 8 kinds at most), captured on first use and replayed after.
+            # A slot keeps one graph per kind of batch (quantize or not; the WGMMA kernel of
+            # its tile kind and/or the FP32-output kernel), captured on first use and replayed
+            # after. These batches are small: 128-row tiles, so at most 2 × 3 kinds here.
             captures = metric(d, "gemmd_graph_captures_total")
             self.assertLessEqual(captures - captures_before, 2, "one graph per slot for one kind of batch")
             self.assertLessEqual(captures, 2 * 8, "one graph per slot and kind")
             self.assertGreater(metric(d, "gemmd_device_memory_used_bytes"), 0)
+
+    def test_split_k_and_256_row_tiles(self):
+        # One request of 64 or 128 rows against a 2112×7168 weight runs split-K (K in parts,
+        # the last part adding the others' sums from the slot's workspace: ROWS128_SPLIT,
+        # kernels/tile_choice_test.cc holds the choice), and 512 rows against a 1024×2048
+        # weight run 256-row tiles (ROWS256): each its own kernel and graph.
+        with H.Gemmd("--backend", "cuda") as d:
+            pb = self.pb
+            stub = d.stub()
+            for (n, k), ms in (((2112, 7168), (64, 128, 64)), ((1024, 2048), (512,))):
+                b = H.make_matrix(pb, self.rng, n, k, H.DT_E4M3, H.SL_128X128)
+                wid = stub.RegisterWeight(iter([pb.RegisterWeightRequest(name="w%d" % n, weight=b)])).weight_id
+                for m in ms:
+                    a = H.make_matrix(pb, self.rng, m, k, H.DT_E4M3, H.SL_1X128)
+                    for out in (pb.DTYPE_BF16, pb.DTYPE_FP16):
+                        r = stub.Gemm(pb.GemmRequest(a=a, weight_id=wid, out_dtype=out))
+                        self.assertLessEqual(H.output_error(H.decode_output(r.d), H.reference(a, b), out),
+                                             H.TOLERANCE[out], (n, k, m, out))
+            self.assertEqual(metric(d, "gemmd_graph_replays_total"), metric(d, "gemmd_batches_total"))
 
     def test_eager_wgmma_and_cublaslt(self):
         # gemmd's kernels are held to SPEC §1 (1e-4 for FP32 output, which the default WGMMA
