@@ -41,6 +41,7 @@
 #include <cstdio>
 #include <mutex>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/errors.h"
 #include "kernels/gpu_gemm.h"
@@ -69,6 +70,12 @@
 #define GEMMD_WGMMA_KINDS (GEMMD_WGMMA_PROBE != 0 ? 1u : 15u)
 #endif
 #define GEMMD_WGMMA_BUILT(kind) ((GEMMD_WGMMA_KINDS >> (kind)) & 1u)
+// ROWS256 batches run in wgmma_gemm_kernel_joint (every unsplit kind's code in one kernel,
+// faster for ROWS256: see there) in builds with every kind; probe builds run ROWS256 in a
+// kernel of its own.
+#ifndef GEMMD_WGMMA_JOINT_ROWS256
+#define GEMMD_WGMMA_JOINT_ROWS256 (GEMMD_WGMMA_KINDS == 15u)
+#endif
 // The kind a batch gets when the rule's kind is not built: the first that is.
 #define GEMMD_WGMMA_FALLBACK_KIND                                                 \
   (GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS128)             ? GEMMD_TILE_ROWS128           \
@@ -876,6 +883,77 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
   with_tile_n(tile_n, [&](auto bn) { consume<K, decltype(bn)::value>(v, ring, bars, wg); });
 }
 
+#if GEMMD_WGMMA_JOINT_ROWS256
+// Runs f(K{}, std::integral_constant<uint32_t, BN>{}) for tile kind `kind` (ROWS256,
+// ROWS128_TMA_STORE, else ROWS128) and width `tile_n`.
+template <typename F>
+__device__ __forceinline__ void with_kind(uint32_t kind, uint32_t tile_n, F &&f) {
+  if (kind == GEMMD_TILE_ROWS256) {
+    return with_tile_n(tile_n, [&](auto bn) { f(KindRows256{}, bn); });
+  }
+  if (kind == GEMMD_TILE_ROWS128_TMA_STORE) {
+    return with_tile_n(tile_n, [&](auto bn) { f(KindRows128TmaStore{}, bn); });
+  }
+  return with_tile_n(tile_n, [&](auto bn) { f(KindRows128{}, bn); });
+}
+
+// ROWS256 batches run in this kernel: the three unsplit kinds' code in one function (as
+// session 5's kinds3 build had it), picked by the header's kind. Here ptxas issues each
+// 64-row half's four QGMMAs back to back (their descriptors made ahead), as it does not in a
+// kernel of ROWS256 alone: 6–11% faster at M ≥ 4096, measured in one call against the
+// kernel of its own (docs/bench/kernels.md, session 8 call 5). A batch of another kind
+// returns at once (checked on a copy the compiler cannot see through, so it keeps the other
+// kinds' code).
+// Its body is wgmma_gemm_kernel's with that dispatch, written out: sharing the two through
+// helpers moved registers and instructions in both kernels' SASS (tried in session 8), and
+// these are the measured ones.
+__global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel_joint(const uint8_t *batch, float *ws) {
+  extern __shared__ uint8_t smem_raw[];
+  __shared__ Barriers bars;
+  uint8_t *ring = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+
+  const auto *hdr = reinterpret_cast<const gemmd_batch_header_t *>(batch);
+  const uint32_t kind = hdr->tile_kind;
+  uint32_t opaque_kind;  // the same value, hidden from the compiler by the asm
+  asm volatile("mov.u32 %0, %1;" : "=r"(opaque_kind) : "r"(kind));
+  if (opaque_kind != KindRows256::kId) return;
+  BatchView v;
+  v.n_groups = hdr->n_groups;
+  v.total_tiles = hdr->total_tiles;
+  v.parts = 1;
+  v.tiles = v.total_tiles;
+  v.ws = ws;
+  v.table = reinterpret_cast<const gemmd_group_params_t *>(batch + sizeof(gemmd_batch_header_t));
+  v.tmaps = batch + hdr->sched_arena;
+  v.starts = reinterpret_cast<const uint32_t *>(v.tmaps + (size_t)v.n_groups * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES);
+  v.sa_arena = reinterpret_cast<const float *>(batch + hdr->sa_arena);
+  v.d_arena = const_cast<uint8_t *>(batch) + hdr->d_arena;
+  const uint32_t tile_n = hdr->tile_n;
+
+  if (threadIdx.x == 0) {
+    for (uint32_t s = 0; s < kMaxStages; s++) {
+      mbar_init(&bars.full[s], 1 + 32);
+      mbar_init(&bars.empty[s], 4 * kConsumers);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+
+  if (threadIdx.x < 128) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (threadIdx.x / 32 == 1) {
+      return with_kind(kind, tile_n,
+                       [&](auto k, auto bn) { load_scales<decltype(k), decltype(bn)::value>(v, ring, bars); });
+    }
+    if (threadIdx.x != 0) return;
+    return with_kind(kind, tile_n, [&](auto k, auto bn) { produce<decltype(k), decltype(bn)::value>(v, ring, bars); });
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+  const uint32_t wg = threadIdx.x / 128 - 1;
+  with_kind(kind, tile_n, [&](auto k, auto bn) { consume<decltype(k), decltype(bn)::value>(v, ring, bars, wg); });
+}
+#endif
+
 // ---- Host side -----------------------------------------------------------------------------
 
 PFN_cuTensorMapEncodeTiled_v12000 g_encode = nullptr;
@@ -1042,7 +1120,9 @@ uint64_t waves(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sm
 // emptier (4096×2112×7168: +14%). So ROWS256 when every group has ≥ 256 rows and 256-row
 // tiles take at most 1.05× half the waves of 128-row ones; else ROWS128. The TMA-store
 // kind won nowhere in that run (0–11% slower than ROWS128) and is never chosen; it stays
-// built, for forced runs.
+// built, for forced runs. Since v13 (ROWS256 in the joint kernel) ROWS256 is 7–14% faster
+// than ROWS128 at every M ≥ 4096 case but 4096×2112×7168 (session 8, call 6), which the
+// same rule keeps on ROWS128.
 uint32_t choose_kind(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms) {
   uint32_t min_m = 0xFFFFFFFFu;
   uint64_t tiles = 0;
@@ -1165,20 +1245,28 @@ extern "C" int gemmd_gpu_gemm_prepare_split(gemmd_gpu_kernel_t kernel, void *hos
 
 namespace {
 
-// Launches kind K's kernel on `batch` (one CTA per SM), setting its shared-memory limit the
-// first time.
+// Launches `kernel` on `batch` (one CTA per SM), setting its shared-memory limit the first
+// time.
+int launch(void (*kernel)(const uint8_t *, float *), const uint8_t *batch, float *ws, cudaStream_t stream) {
+  static std::mutex mu;
+  static std::vector<void (*)(const uint8_t *, float *)> ready;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (std::find(ready.begin(), ready.end(), kernel) == ready.end()) {
+      if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kSmemBytes) != cudaSuccess) {
+        return GEMMD_EDEVICE;
+      }
+      ready.push_back(kernel);
+    }
+  }
+  kernel<<<sm_count(), kThreads, kSmemBytes, stream>>>(batch, ws);
+  return cudaGetLastError() == cudaSuccess ? GEMMD_OK : GEMMD_EDEVICE;
+}
+
+// Launches kind K's kernel.
 template <typename K>
 int launch_kind(const uint8_t *batch, float *ws, cudaStream_t stream) {
-  static bool ready = false;
-  if (!ready) {
-    if (cudaFuncSetAttribute(wgmma_gemm_kernel<K>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kSmemBytes) !=
-        cudaSuccess) {
-      return GEMMD_EDEVICE;
-    }
-    ready = true;
-  }
-  wgmma_gemm_kernel<K><<<sm_count(), kThreads, kSmemBytes, stream>>>(batch, ws);
-  return cudaGetLastError() == cudaSuccess ? GEMMD_OK : GEMMD_EDEVICE;
+  return launch(wgmma_gemm_kernel<K>, batch, ws, stream);
 }
 
 // Split-K's workspace for callers that pass none (benchmarks, tests: one stream), zeroed,
@@ -1218,7 +1306,13 @@ int gemmd_gpu_gemm_wgmma(const void *batch, uint32_t kinds, void *workspace, cud
     }
   }
   if constexpr (GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS256)) {
-    if (rc == GEMMD_OK && (kinds & (1u << GEMMD_TILE_ROWS256))) rc = launch_kind<KindRows256>(b, ws, stream);
+    if (rc == GEMMD_OK && (kinds & (1u << GEMMD_TILE_ROWS256))) {
+#if GEMMD_WGMMA_JOINT_ROWS256
+      rc = launch(wgmma_gemm_kernel_joint, b, ws, stream);
+#else
+      rc = launch_kind<KindRows256>(b, ws, stream);
+#endif
+    }
   }
   if constexpr (GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS128_SPLIT)) {
     if (rc == GEMMD_OK && (kinds & (1u << GEMMD_TILE_ROWS128_SPLIT))) {
