@@ -63,7 +63,7 @@
 #endif
 // The kinds of tile compiled in, as a mask of 1 << gemmd_tile_kind_t: each kind is its own
 // kernel (all three in one kernel made ROWS128 itself 2–3 µs slower at short K and small M:
-// code size; docs/bench/kernels.md, session 5). gemmd's build has all three; the probes
+// code size; docs/bench/kernels.md, session 5). gemmd's build has all four; the probes
 // ROWS128 alone unless they say otherwise; a kind not built is GEMMD_ENOTSUP when forced,
 // and where the rule picks it the batch gets the first kind built.
 #ifndef GEMMD_WGMMA_KINDS
