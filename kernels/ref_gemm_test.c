@@ -115,7 +115,7 @@ static void check_case(test_rng_t *rng, uint32_t M, uint32_t N, uint32_t K, gemm
   TEST_CHECK(gemmd_cpu_gemm(&a.op, &b.op, out, d3, N, 3) == GEMMD_OK,
              "%s: cpu_gemm (3 threads) failed", what);
   TEST_CHECK(memcmp(d1, d3, mn * esz) == 0, "%s: 1 and 3 threads differ", what);
-  if (out == GEMMD_DTYPE_FP16) test_fp16_overflow_mask(naive, (const uint16_t *)d1, mn, 1e-3, what);
+  if (out == GEMMD_DTYPE_FP16) test_fp16_overflow_mask(naive, (const uint16_t *)d1, mn, 1e-3, 1, what);
   const double err = gemmd_rel_frobenius_error(naive, d1, out, mn);
   double tol = tolerance(out, K);
   if (out == GEMMD_DTYPE_FP16) {

@@ -41,7 +41,6 @@
 #include <cstdio>
 #include <mutex>
 #include <type_traits>
-#include <vector>
 
 #include "kernels/errors.h"
 #include "kernels/gpu_gemm.h"
@@ -578,8 +577,9 @@ __device__ __forceinline__ void k_block_halves(float (&total)[K::kHalves * BN / 
   }
 }
 
-// Split-K's workspace (gemmd_gpu_gemm_workspace_bytes; zeroed once, before first use): for each unit of the grid's
-// first wave (units ≤ gridDim.x: the host splits only batches that fit one wave) and each
+// Split-K's workspace (gemmd_gpu_gemm_workspace_bytes; zeroed once, before first use): for
+// each unit of the grid's first wave (units ≤ gridDim.x: the host splits only batches that
+// fit one wave) and each
 // consumer warpgroup, 64 × 128 floats of partial sums in the accumulators' register order
 // (thread tid's element i at i·128 + tid: coalesced, no index math); then an arrival
 // counter per output tile and warpgroup, which the tile's last part sets back to zero.
@@ -1035,21 +1035,32 @@ uint32_t kind_rows(uint32_t kind) { return kind == GEMMD_TILE_ROWS256 ? 256 : 12
 // The cost model was fitted to the v3 width sweep on the H200 (docs/bench/kernels.md): a K
 // block takes about 219 ns + 2.66 ns per tile column when memory-bound; wider tiles stream
 // more bytes per stage, narrower tiles give more SMs work. Ties go to the wider tile.
+// The tiles of `bm` rows × `tn` columns of the groups the WGMMA kernel runs, and their K
+// blocks summed over the tiles.
+struct TileCount {
+  uint64_t tiles;
+  double kblocks;
+};
+
+TileCount count_tiles(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t bm, uint32_t tn) {
+  TileCount c = {0, 0.0};
+  for (uint32_t g = 0; g < n_groups; g++) {
+    if (!runs_here(table[g])) continue;
+    const uint64_t t = (uint64_t)((table[g].m + bm - 1) / bm) * ((table[g].n + tn - 1) / tn);
+    c.tiles += t;
+    c.kblocks += (double)t * ((table[g].k + BK - 1) / BK);
+  }
+  return c;
+}
+
 uint32_t choose_tile_n(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms, uint32_t bm) {
   uint32_t best = 128;
   double best_cost = 0;
   for (uint32_t tn : {128u, 64u, 32u, 16u}) {
-    uint64_t tiles = 0;
-    double kblocks = 0;
-    for (uint32_t g = 0; g < n_groups; g++) {
-      if (!runs_here(table[g])) continue;
-      const uint64_t t = (uint64_t)((table[g].m + bm - 1) / bm) * ((table[g].n + tn - 1) / tn);
-      tiles += t;
-      kblocks += (double)t * ((table[g].k + BK - 1) / BK);
-    }
-    if (tiles == 0) return 128;
-    const double waves = (double)((tiles + sms - 1) / sms);
-    const double cost = waves * (kblocks / (double)tiles) * (219.0 + 2.66 * tn);
+    const TileCount c = count_tiles(table, n_groups, bm, tn);
+    if (c.tiles == 0) return 128;
+    const double waves = (double)((c.tiles + sms - 1) / sms);
+    const double cost = waves * (c.kblocks / (double)c.tiles) * (219.0 + 2.66 * tn);
     if (tn == 128 || cost < best_cost * 0.999) {
       best = tn;
       best_cost = cost;
@@ -1065,8 +1076,9 @@ uint32_t choose_tile_n(const gemmd_group_params_t *table, uint32_t n_groups, uin
 // whose unsplit width would be 16: in the H200 run of 2026-12-01 (docs/bench/kernels.md,
 // session 8) split-K won only there (N = 2112 at M ≤ 128: 18.3 → 15.0 µs) and lost
 // elsewhere (4096×7168 at M ≤ 128: 19.9 → 23.0 µs with 4 parts of 128 columns; K = 2048:
-// 11.9 → 16.0); the trip measured 3–12 µs, about 3 µs + 20 ns per column and part past
-// the first. `tile_n` / `parts` 0: free; parts 1 in the result: no split.
+// 11.9 → 16.0); the trip, inferred from those times against this model, 3–12 µs: about
+// 3 µs + 20 ns per column and part past the first. `tile_n` / `parts` 0: free; parts 1 in
+// the result: no split.
 struct SplitChoice {
   uint32_t tile_n, parts;
 };
@@ -1079,19 +1091,12 @@ SplitChoice choose_split(const gemmd_group_params_t *table, uint32_t n_groups, u
   double best_cost = -1;
   for (uint32_t tn : {128u, 64u, 32u, 16u}) {
     if (tile_n != 0 && tn != tile_n) continue;
-    uint64_t tiles = 0;
-    double kblocks = 0;
-    for (uint32_t g = 0; g < n_groups; g++) {
-      if (!runs_here(table[g])) continue;
-      const uint64_t t = (uint64_t)((table[g].m + 127) / 128) * ((table[g].n + tn - 1) / tn);
-      tiles += t;
-      kblocks += (double)t * ((table[g].k + BK - 1) / BK);
-    }
-    if (tiles == 0) return best;
+    const TileCount c = count_tiles(table, n_groups, 128, tn);
+    if (c.tiles == 0) return best;
     for (uint32_t p = 1; p <= GEMMD_GPU_MAX_K_SPLITS; p++) {
-      if ((parts != 0 && p != parts) || (p > 1 && tiles * p > sms)) continue;
-      const double waves = (double)((tiles * p + sms - 1) / sms);
-      const double cost = waves * std::ceil(kblocks / (double)tiles / p) * (219.0 + 2.66 * tn) +
+      if ((parts != 0 && p != parts) || (p > 1 && c.tiles * p > sms)) continue;
+      const double waves = (double)((c.tiles * p + sms - 1) / sms);
+      const double cost = waves * std::ceil(c.kblocks / (double)c.tiles / p) * (219.0 + 2.66 * tn) +
                           (p > 1 ? 3000.0 + 20.0 * tn * (p - 1) : 0.0);
       if (best_cost < 0 || cost < best_cost * 0.999) {
         best = {tn, p};
@@ -1119,20 +1124,16 @@ uint64_t waves(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sm
 // and within 2.3% of ROWS128 elsewhere, except where 256-row tiles leave the last wave
 // emptier (4096×2112×7168: +14%). So ROWS256 when every group has ≥ 256 rows and 256-row
 // tiles take at most 1.05× half the waves of 128-row ones; else ROWS128. The TMA-store
-// kind won nowhere in that run (0–11% slower than ROWS128) and is never chosen; it stays
-// built, for forced runs. Since v13 (ROWS256 in the joint kernel) ROWS256 is 7–14% faster
+// kind won nowhere in that run (at best 0.2% faster than ROWS128, up to 12% slower) and is
+// never chosen; it stays built, for forced runs. Since v13 (ROWS256 in the joint kernel) ROWS256 is 7–14% faster
 // than ROWS128 at every M ≥ 4096 case but 4096×2112×7168 (session 8, call 6), which the
 // same rule keeps on ROWS128.
 uint32_t choose_kind(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms) {
-  uint32_t min_m = 0xFFFFFFFFu;
-  uint64_t tiles = 0;
+  uint32_t min_m = 0xFFFFFFFFu;  // stays so with no group to run: ROWS128
   for (uint32_t g = 0; g < n_groups; g++) {
-    if (!runs_here(table[g])) continue;
-    min_m = std::min(min_m, table[g].m);
-    tiles += (uint64_t)((table[g].m + 127) / 128) * ((table[g].n + 127) / 128);
+    if (runs_here(table[g])) min_m = std::min(min_m, table[g].m);
   }
-  if (tiles == 0) return GEMMD_TILE_ROWS128;
-  if (min_m >= 256 && 2.0 * waves(table, n_groups, sms, 256) <= 1.05 * waves(table, n_groups, sms, 128)) {
+  if (min_m != 0xFFFFFFFFu && min_m >= 256 && 2.0 * waves(table, n_groups, sms, 256) <= 1.05 * waves(table, n_groups, sms, 128)) {
     return GEMMD_TILE_ROWS256;
   }
   return GEMMD_TILE_ROWS128;
@@ -1245,28 +1246,22 @@ extern "C" int gemmd_gpu_gemm_prepare_split(gemmd_gpu_kernel_t kernel, void *hos
 
 namespace {
 
-// Launches `kernel` on `batch` (one CTA per SM), setting its shared-memory limit the first
-// time.
-int launch(void (*kernel)(const uint8_t *, float *), const uint8_t *batch, float *ws, cudaStream_t stream) {
-  static std::mutex mu;
-  static std::vector<void (*)(const uint8_t *, float *)> ready;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (std::find(ready.begin(), ready.end(), kernel) == ready.end()) {
-      if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kSmemBytes) != cudaSuccess) {
-        return GEMMD_EDEVICE;
-      }
-      ready.push_back(kernel);
-    }
-  }
-  kernel<<<sm_count(), kThreads, kSmemBytes, stream>>>(batch, ws);
+// Launches kKernel on `batch` (one CTA per SM); its shared-memory limit is set once, on
+// the first launch (a thread-safe static).
+template <void (*kKernel)(const uint8_t *, float *)>
+int launch(const uint8_t *batch, float *ws, cudaStream_t stream) {
+  static const bool ready =
+      cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kSmemBytes) == cudaSuccess;
+  if (!ready) return GEMMD_EDEVICE;
+  kKernel<<<sm_count(), kThreads, kSmemBytes, stream>>>(batch, ws);
   return cudaGetLastError() == cudaSuccess ? GEMMD_OK : GEMMD_EDEVICE;
 }
 
-// Launches kind K's kernel.
+// Launches kind K's kernel (named only where the kind is built: a template, so a build
+// without the kind never instantiates its kernel).
 template <typename K>
 int launch_kind(const uint8_t *batch, float *ws, cudaStream_t stream) {
-  return launch(wgmma_gemm_kernel<K>, batch, ws, stream);
+  return launch<wgmma_gemm_kernel<K>>(batch, ws, stream);
 }
 
 // Split-K's workspace for callers that pass none (benchmarks, tests: one stream), zeroed,
@@ -1308,7 +1303,7 @@ int gemmd_gpu_gemm_wgmma(const void *batch, uint32_t kinds, void *workspace, cud
   if constexpr (GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS256)) {
     if (rc == GEMMD_OK && (kinds & (1u << GEMMD_TILE_ROWS256))) {
 #if GEMMD_WGMMA_JOINT_ROWS256
-      rc = launch(wgmma_gemm_kernel_joint, b, ws, stream);
+      rc = launch<wgmma_gemm_kernel_joint>(b, ws, stream);
 #else
       rc = launch_kind<KindRows256>(b, ws, stream);
 #endif

@@ -98,11 +98,11 @@ void test_matrix_free(test_matrix_t *t) {
   memset(t, 0, sizeof *t);
 }
 
-void test_fp16_overflow_mask(double *ref, const uint16_t *out, size_t n, double band, const char *what) {
+void test_fp16_overflow_mask(double *ref, const uint16_t *out, size_t n, double band, int require, const char *what) {
   for (size_t i = 0; i < n; i++) {
     const double r = fabs(ref[i]);
     if (r < 65519.0 * (1.0 - band)) continue;
-    if (r > 65520.0 * (1.0 + band)) {
+    if (require && r > 65520.0 * (1.0 + band)) {
       const float o = gemmd_fp16_to_f32(out[i]);
       TEST_CHECK(isinf(o) && (o > 0) == (ref[i] > 0), "%s: D[%zu]=%g must overflow, got %g",
                  what, i, ref[i], o);
