@@ -30,7 +30,8 @@ typedef enum {
 
 /* Size of the scheduling area a batch of n_groups needs (header.sched_arena, a multiple
  * of 128 bytes from the start of the batch): three tensor maps per group (A, B, D), then
- * n_groups + 1 tile prefix sums. Every batch may carry one; only the WGMMA kernel reads it. */
+ * n_groups + 1 tile prefix sums and every group's tile count where all groups have the same
+ * (else 0). Every batch may carry one; only the WGMMA kernel reads it. */
 uint64_t gemmd_gpu_gemm_sched_bytes(uint32_t n_groups);
 
 /* The host's part of a batch for `kernel`, written into the host copy of the batch buffer
@@ -58,7 +59,8 @@ typedef struct gemmd_gpu_tiles_s {
 
 /* The WGMMA kernel's tile configuration for a batch whose table is `table`, on a GPU of
  * `sms` SMs: the kind from rules measured on the H200 (ROWS128_SPLIT where ROWS128 would
- * need 16-column tiles to fill the SMs and K parts cost less), then the width with the
+ * need 16-column tiles to fill the SMs and K parts cost less, or where every group has 65
+ * to 128 rows and K is long: 2 parts at twice the width), then the width with the
  * least estimated time (waves of tiles over the SMs times a per-K-block cost measured
  * there; docs/bench/kernels.md says which runs). Host only. */
 gemmd_gpu_tiles_t gemmd_gpu_gemm_choose_tiles(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms);

@@ -395,6 +395,19 @@ int main() {
   }
   groups += static_cast<int>(decode.size());
   bad += run_batch(&rng, decode, "decode batch", false);
+  // Batches whose groups all have as many tiles at every kind and width (the same N, rows
+  // within one 128-row tile, or within 129..256): the kernel finds a tile's group by a
+  // division there instead of a search.
+  for (uint32_t rows_lo : {1u, 129u}) {
+    std::vector<Group> uniform;
+    for (uint32_t i = 0; i < 24; i++) {
+      uniform.push_back(make_group(&rng, test_range(&rng, rows_lo, rows_lo + 120), 200, test_range(&rng, 1, 1500),
+                                   a_srcs[test_range(&rng, 0, 4)], GEMMD_SCALE_NONE, b_dtypes[test_range(&rng, 0, 1)],
+                                   b_layouts[test_range(&rng, 0, 3)], outs[test_range(&rng, 0, 1)]));
+    }
+    groups += static_cast<int>(uniform.size());
+    bad += run_batch(&rng, uniform, rows_lo == 1 ? "uniform batch (1 row tile)" : "uniform batch (2 row tiles)", false);
+  }
   // Split-K's batch: few tiles (7 of 128 columns: × 8 parts fit one wave; 36 of 16 fit 2
   // or 3 parts), K of 3 to 32 blocks, a group whose second 128-row tile has rows for one
   // warpgroup only, FP32 beside it. Every split variant of 0 (the kernel's) or 128 columns

@@ -29,7 +29,8 @@
 // The host side (gemmd_gpu_gemm_prepare) picks the kind and tile_n and writes, into the
 // batch before its upload, three tensor maps per group (A in the batch's A arena, B
 // wherever the weight lives, D for TMA stores) and the groups' tile prefix sums; the kernel
-// binary-searches those to map a tile to its group. The grid (one CTA per SM) and the code
+// binary-searches those to map a tile to its group (or divides, where every group has as
+// many tiles). The grid (one CTA per SM) and the code
 // are fixed (every tile_n, and every kind the build has, is compiled in and chosen at run
 // time from the header), so a captured graph replays for any batch.
 #include <cuda.h>
@@ -374,26 +375,34 @@ struct TileRef {
 };
 
 // Unit t of the batch: with split-K (`parts` > 1) part t / tiles of output tile t % tiles,
-// else tile t. A tile's group (binary search over the prefix sums), rows and columns.
+// else tile t. A tile's group, rows and columns. The group: t / group_tiles where every
+// group has group_tiles tiles (decode batches: no load), else a binary search over the
+// prefix sums (one dependent global load per step, ~7 for 128 groups, at every tile).
 // Within a group, consecutive tiles walk M first, so CTAs running together share B tiles.
 template <typename K, uint32_t BN>
 __device__ __forceinline__ TileRef locate(const gemmd_group_params_t *table, const uint32_t *starts, uint32_t n_groups,
-                                          uint32_t t, uint32_t parts = 1, uint32_t tiles = 0) {
+                                          uint32_t group_tiles, uint32_t t, uint32_t parts = 1, uint32_t tiles = 0) {
   uint32_t part = 0;
   if (K::kSplit && parts > 1) {
     part = t / tiles;
     t -= part * tiles;
   }
-  uint32_t lo = 0, hi = n_groups;
-  while (hi - lo > 1) {
-    const uint32_t mid = (lo + hi) / 2;
-    if (starts[mid] <= t) {
-      lo = mid;
-    } else {
-      hi = mid;
+  uint32_t lo = 0, local = t;
+  if (group_tiles != 0) {
+    lo = t / group_tiles;
+    local = t - lo * group_tiles;
+  } else {
+    uint32_t hi = n_groups;
+    while (hi - lo > 1) {
+      const uint32_t mid = (lo + hi) / 2;
+      if (starts[mid] <= t) {
+        lo = mid;
+      } else {
+        hi = mid;
+      }
     }
+    local = t - starts[lo];
   }
-  const uint32_t local = t - starts[lo];
   const uint32_t m_tiles = gemmd_ceil_div(table[lo].m, K::BM);
   return {lo, (local % m_tiles) * K::BM, (local / m_tiles) * BN, t, part};
 }
@@ -416,7 +425,8 @@ struct Barriers {
 // What every role of the kernel reads from the batch.
 struct BatchView {
   const gemmd_group_params_t *table;
-  const uint32_t *starts;  // tile prefix sums, n_groups + 1
+  const uint32_t *starts;  // tile prefix sums, n_groups + 1, then group_tiles
+  uint32_t group_tiles;    // every group's tiles where all have as many, else 0 (starts[n_groups + 1])
   const uint8_t *tmaps;    // kMapsPerGroup per group: A, B, D
   const float *sa_arena;
   uint8_t *d_arena;
@@ -430,7 +440,7 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
   using R = Ring<K, BN>;
   uint32_t stage = 0, phase = 0, last_group = 0xFFFFFFFFu, loads = 0;
   for (uint32_t t = blockIdx.x; t < v.total_tiles; t += gridDim.x) {
-    const TileRef tr = locate<K, BN>(v.table, v.starts, v.n_groups, t, v.parts, v.tiles);
+    const TileRef tr = locate<K, BN>(v.table, v.starts, v.n_groups, v.group_tiles, t, v.parts, v.tiles);
     const uint8_t *tm_a = v.tmaps + (size_t)tr.group * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES;
     const uint8_t *tm_b = tm_a + GEMMD_GPU_TMAP_BYTES;
     if (tr.group != last_group) {
@@ -474,7 +484,7 @@ __device__ __forceinline__ void load_scales(const BatchView &v, uint8_t *ring, B
   const uint32_t lane = threadIdx.x % 32;
   uint32_t stage = 0, phase = 0, loads = 0;
   for (uint32_t t = blockIdx.x; t < v.total_tiles; t += gridDim.x) {
-    const TileRef tr = locate<K, BN>(v.table, v.starts, v.n_groups, t, v.parts, v.tiles);
+    const TileRef tr = locate<K, BN>(v.table, v.starts, v.n_groups, v.group_tiles, t, v.parts, v.tiles);
     const gemmd_group_params_t &g = v.table[tr.group];
     const uint32_t kblocks = gemmd_ceil_div(g.k, BK);
     const KRange kr = k_range<K>(tr, kblocks, v.parts);
@@ -803,7 +813,7 @@ __device__ __forceinline__ void consume(const BatchView &v, uint8_t *ring, Barri
   uint32_t stage = 0, phase = 0;
 
   for (uint32_t t = blockIdx.x; t < v.total_tiles; t += gridDim.x) {
-    const TileRef tr = locate<K, BN>(v.table, v.starts, v.n_groups, t, v.parts, v.tiles);
+    const TileRef tr = locate<K, BN>(v.table, v.starts, v.n_groups, v.group_tiles, t, v.parts, v.tiles);
     const bool last = t + gridDim.x >= v.total_tiles;  // the CTA's last tile
     // By reference: the fields are read from the table (L1) where used, not held in
     // registers through the K loop.
@@ -855,6 +865,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
   v.table = reinterpret_cast<const gemmd_group_params_t *>(batch + sizeof(gemmd_batch_header_t));
   v.tmaps = batch + hdr->sched_arena;
   v.starts = reinterpret_cast<const uint32_t *>(v.tmaps + (size_t)v.n_groups * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES);
+  v.group_tiles = v.starts[v.n_groups + 1];
   v.sa_arena = reinterpret_cast<const float *>(batch + hdr->sa_arena);
   v.d_arena = const_cast<uint8_t *>(batch) + hdr->d_arena;
   const uint32_t tile_n = hdr->tile_n;
@@ -926,6 +937,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel_joint(const uin
   v.table = reinterpret_cast<const gemmd_group_params_t *>(batch + sizeof(gemmd_batch_header_t));
   v.tmaps = batch + hdr->sched_arena;
   v.starts = reinterpret_cast<const uint32_t *>(v.tmaps + (size_t)v.n_groups * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES);
+  v.group_tiles = v.starts[v.n_groups + 1];
   v.sa_arena = reinterpret_cast<const float *>(batch + hdr->sa_arena);
   v.d_arena = const_cast<uint8_t *>(batch) + hdr->d_arena;
   const uint32_t tile_n = hdr->tile_n;
@@ -1087,7 +1099,20 @@ SplitChoice choose_split(const gemmd_group_params_t *table, uint32_t n_groups, u
                          uint32_t parts) {
   const uint32_t unsplit = choose_tile_n(table, n_groups, sms, 128);
   SplitChoice best = {tile_n != 0 ? tile_n : unsplit, 1};
-  if (parts == 0 && tile_n == 0 && unsplit != 16) return best;
+  if (parts == 0 && tile_n == 0 && unsplit != 16) {
+    // Two parts at twice the width where every group fills both consumer warpgroups (65 to
+    // 128 rows: A's rows are most of each stage's bytes at 32 or 64 columns, and every column
+    // tile reads them again) and K is long (48 blocks or more): measured 3–11% faster at
+    // M = 128 with N×K 4096×7168 and 7168×16384 (session 8 call 4, session 9 call 2), but
+    // slower at M ≤ 64 and at K = 2048 (docs/bench/kernels.md).
+    bool long_full = unsplit <= 64;
+    for (uint32_t g = 0; long_full && g < n_groups; g++) {
+      if (runs_here(table[g])) long_full = table[g].m > 64 && table[g].m <= 128 && (table[g].k + BK - 1) / BK >= 48;
+    }
+    const TileCount c = count_tiles(table, n_groups, 128, 2 * unsplit);
+    if (long_full && c.tiles > 0 && c.tiles * 2 <= sms) return {2 * unsplit, 2};
+    return best;
+  }
   double best_cost = -1;
   for (uint32_t tn : {128u, 64u, 32u, 16u}) {
     if (tile_n != 0 && tn != tile_n) continue;
@@ -1142,7 +1167,7 @@ uint32_t choose_kind(const gemmd_group_params_t *table, uint32_t n_groups, uint3
 }  // namespace
 
 extern "C" uint64_t gemmd_gpu_gemm_sched_bytes(uint32_t n_groups) {
-  return (uint64_t)n_groups * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES + 4ull * (n_groups + 1);
+  return (uint64_t)n_groups * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES + 4ull * (n_groups + 2);
 }
 
 namespace {
@@ -1236,6 +1261,12 @@ extern "C" int gemmd_gpu_gemm_prepare_split(gemmd_gpu_kernel_t kernel, void *hos
     if (tiles > 0xFFFFFFFFull) return GEMMD_EINVAL;
   }
   starts[hdr->n_groups] = static_cast<uint32_t>(tiles);
+  // Every group's tiles where all groups have as many (the kernel then finds a tile's
+  // group by a division instead of a search), else 0.
+  const uint32_t first_tiles = hdr->n_groups > 0 ? starts[1] : 0;
+  bool uniform = hdr->n_groups > 0 && first_tiles > 0;
+  for (uint32_t g = 0; uniform && g < hdr->n_groups; g++) uniform = starts[g + 1] - starts[g] == first_tiles;
+  starts[hdr->n_groups + 1] = uniform ? first_tiles : 0;
   if (tiles * parts > 0xFFFFFFFFull) return GEMMD_EINVAL;
   hdr->total_tiles = static_cast<uint32_t>(tiles * parts);  // units: tiles × K parts
   hdr->k_splits = static_cast<uint8_t>(parts);
