@@ -16,7 +16,8 @@
 // of per-tensor"; cuBLASLt has no mode for that mix and is not run then.
 // --tile-n also times the WGMMA kernel with each of those tile widths, and --kinds with
 // each of those kinds of tile (gemmd_tile_kind_t; each checked against FP64 like the
-// kernel's own choice): column "[sweep]", as width:us and kind:us. Column "tn" is the
+// kernel's own choice): column "[sweep]", as width:us and kind/width:us; both together
+// time each kind at each width (not the chosen kind at each width). Column "tn" is the
 // width the kernel chose itself, "kind=" at the end of the row the kind ("parts=" after it:
 // K parts per tile, where the kernel split K).
 // --splits times 128-row tiles with K cut into each of those numbers of parts (split-K, the
@@ -259,7 +260,7 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
   Timing ours, lt;
   gemmd_gpu_tiles_t tiles = {};
   std::string sweep;
-  for (uint32_t tn : B.sweep) {
+  for (uint32_t tn : B.kinds.empty() ? B.sweep : std::vector<uint32_t>{}) {
     const Timing t = run_ours(GEMMD_GPU_TILE_KIND_AUTO, tn, 0, false, &tiles);  // gpu_gemm_test checks every width
     char cell[48];
     std::snprintf(cell, sizeof cell, " %u:%.1f", tn, t.us);
@@ -271,10 +272,14 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
       sweep += std::string(" ") + gemmd_tile_kind_name(kind) + ":not-built";
       continue;
     }
-    const Timing t = run_ours(kind, 0, 0, true, &tiles);
-    char cell[64];
-    std::snprintf(cell, sizeof cell, " %s/%u:%.1f%s", gemmd_tile_kind_name(kind), tiles.tile_n, t.us, t.ok ? "" : "(FAIL)");
-    sweep += cell;
+    // With --tile-n, the kind at each of those widths; else at its own.
+    for (uint32_t tn : B.sweep.empty() ? std::vector<uint32_t>{0} : B.sweep) {
+      const Timing t = run_ours(kind, tn, 0, true, &tiles);
+      char cell[64];
+      std::snprintf(cell, sizeof cell, " %s/%u:%.1f%s", gemmd_tile_kind_name(kind), tiles.tile_n, t.us,
+                    t.ok ? "" : "(FAIL)");
+      sweep += cell;
+    }
   }
   for (uint32_t parts : B.splits) {
     char cell[64];

@@ -7,11 +7,7 @@
 #   3. the M >= 4096 cases (the roles' unit loop is now shared with stream-K: same times?).
 # Output: $OUT/call2.tar.gz.
 set -u
-cd "$(dirname "$0")/../../.."
-source .gpu/gpu_env.sh
-final="${OUT:-/tmp}"
-o="$(mktemp -d)"
-pack() { tar -C "$o" -czf "$o.tgz" . && mv -f "$o.tgz" "$final/call2.tar.gz"; }
+source "$(dirname "$0")/lib.sh" && call_setup call2  # its prologue, as it ran, now in lib.sh
 OUT="$o" GEMMD_TEST_TIMEOUT=120 .gpu/gpu_run.sh gpu_ 2>&1 | tail -n 14
 pack
 timeout 250 .gpu/bin/gemm_bench --kernel wgmma --reps 10 --stream 32,64,128 --splits 2 \

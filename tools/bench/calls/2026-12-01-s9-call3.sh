@@ -8,11 +8,7 @@
 #   3. cuda_test, grpc_api_test, shm_test (the engine, with the scheduling area 4 bytes longer).
 # Output: $OUT/call3.tar.gz.
 set -u
-cd "$(dirname "$0")/../../.."
-source .gpu/gpu_env.sh
-final="${OUT:-/tmp}"
-o="$(mktemp -d)"
-pack() { tar -C "$o" -czf "$o.tgz" . && mv -f "$o.tgz" "$final/call3.tar.gz"; }
+source "$(dirname "$0")/lib.sh" && call_setup call3  # its prologue, as it ran, now in lib.sh
 OUT="$o" GEMMD_TEST_TIMEOUT=120 .gpu/gpu_run.sh gpu_ 2>&1 | tail -n 14
 pack
 timeout 200 .gpu/bin/gemm_bench --kernel wgmma --reps 10 --csv "$o/gemm_bench.csv" >"$o/gemm_bench.log" 2>&1

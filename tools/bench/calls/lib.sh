@@ -1,0 +1,14 @@
+# Sourced by the device-call scripts of this folder (from session 9 on):
+#   source "$(dirname "$0")/lib.sh" && call_setup NAME
+# moves to the repository root, loads the bundle's environment (.gpu/gpu_env.sh), makes a
+# fresh folder $o for the call's logs and defines pack, which leaves them packed as
+# $OUT/NAME.tar.gz (run it after every step: a call killed at its time limit still returns
+# what it had).
+call_setup() {
+  call_name="$1"
+  cd "$(dirname "${BASH_SOURCE[0]}")/../../.." || exit 1
+  source .gpu/gpu_env.sh
+  call_final="${OUT:-/tmp}"
+  o="$(mktemp -d)"
+}
+pack() { tar -C "$o" -czf "$o.tgz" . && mv -f "$o.tgz" "$call_final/$call_name.tar.gz"; }
