@@ -1084,8 +1084,9 @@ uint32_t choose_tile_n(const gemmd_group_params_t *table, uint32_t n_groups, uin
 // Split-K (ROWS128_SPLIT): K parts per 128-row tile and the width to go with them,
 // for a batch whose units (tiles × parts) fit one wave of the grid, by choose_tile_n's cost
 // model plus the sums' trip through the workspace: each part writes 64 × tn floats per
-// warpgroup and the last reads the others'. Left free (`parts` 0) it splits only batches
-// whose unsplit width would be 16: in the H200 run of 2026-12-01 (docs/bench/kernels.md,
+// warpgroup and the last reads the others'. Left free (`parts` 0) it splits batches whose
+// unsplit width would be 16 by that model, and long-K 65–128-row batches in 2 parts (below);
+// no others: in the H200 run of 2026-12-01 (docs/bench/kernels.md,
 // session 8) split-K won only there (N = 2112 at M ≤ 128: 18.3 → 15.0 µs) and lost
 // elsewhere (4096×7168 at M ≤ 128: 19.9 → 23.0 µs with 4 parts of 128 columns; K = 2048:
 // 11.9 → 16.0); the trip, inferred from those times against this model, 3–12 µs: about
@@ -1109,8 +1110,10 @@ SplitChoice choose_split(const gemmd_group_params_t *table, uint32_t n_groups, u
     for (uint32_t g = 0; long_full && g < n_groups; g++) {
       if (runs_here(table[g])) long_full = table[g].m > 64 && table[g].m <= 128 && (table[g].k + BK - 1) / BK >= 48;
     }
-    const TileCount c = count_tiles(table, n_groups, 128, 2 * unsplit);
-    if (long_full && c.tiles > 0 && c.tiles * 2 <= sms) return {2 * unsplit, 2};
+    if (long_full) {
+      const TileCount c = count_tiles(table, n_groups, 128, 2 * unsplit);
+      if (c.tiles > 0 && c.tiles * 2 <= sms) return {2 * unsplit, 2};
+    }
     return best;
   }
   double best_cost = -1;
@@ -1150,9 +1153,9 @@ uint64_t waves(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sm
 // emptier (4096×2112×7168: +14%). So ROWS256 when every group has ≥ 256 rows and 256-row
 // tiles take at most 1.05× half the waves of 128-row ones; else ROWS128. The TMA-store
 // kind won nowhere in that run (at best 0.2% faster than ROWS128, up to 12% slower) and is
-// never chosen; it stays built, for forced runs. Since v13 (ROWS256 in the joint kernel) ROWS256 is 7–14% faster
-// than ROWS128 at every M ≥ 4096 case but 4096×2112×7168 (session 8, call 6), which the
-// same rule keeps on ROWS128.
+// never chosen; it stays built, for forced runs. Since v13 (ROWS256 in the joint kernel)
+// ROWS256 is 7–14% faster than ROWS128 at every M ≥ 4096 case but 4096×2112×7168
+// (session 8, call 6), which the same rule keeps on ROWS128.
 uint32_t choose_kind(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms) {
   uint32_t min_m = 0xFFFFFFFFu;  // stays so with no group to run: ROWS128
   for (uint32_t g = 0; g < n_groups; g++) {

@@ -7,11 +7,7 @@
 #   4. the tile-width sweep of the small-M cases, for tools/bench/fit_tile_model.py.
 # Each step has its own time limit; logs are packed into $OUT/call2.tar.gz after each.
 set -u
-cd "$(dirname "$0")/../../.."
-source .gpu/gpu_env.sh
-final="${OUT:-/tmp}"
-o="$(mktemp -d)"
-pack() { tar -C "$o" -czf "$o.tgz" . && mv -f "$o.tgz" "$final/call2.tar.gz"; }
+source "$(dirname "$0")/lib.sh" && call_setup call2  # its prologue, as it ran, now in lib.sh
 small='dense 1x,dense 8x,dense 16x,dense 64x,dense 128x,decode'
 for t in gpu_gemm_test gpu_gemm_splitk_test; do
   TEST_SEED=1796118472610397921 timeout 120 ".gpu/bin/$t" >"$o/seed-$t.log" 2>&1

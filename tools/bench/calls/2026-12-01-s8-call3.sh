@@ -7,11 +7,7 @@
 #   3. the engine suites that drive the kernel through gRPC (cuda_test, grpc_api_test).
 # Logs are packed into $OUT/call3.tar.gz after each step.
 set -u
-cd "$(dirname "$0")/../../.."
-source .gpu/gpu_env.sh
-final="${OUT:-/tmp}"
-o="$(mktemp -d)"
-pack() { tar -C "$o" -czf "$o.tgz" . && mv -f "$o.tgz" "$final/call3.tar.gz"; }
+source "$(dirname "$0")/lib.sh" && call_setup call3  # its prologue, as it ran, now in lib.sh
 TEST_SEED=1796118472610397921 timeout 120 .gpu/bin/gpu_gemm_test >"$o/seed-gpu_gemm_test.log" 2>&1
 echo "## gpu_gemm_test on call 1's seed: rc=$?"; tail -n 4 "$o/seed-gpu_gemm_test.log"
 pack

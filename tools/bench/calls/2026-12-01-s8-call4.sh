@@ -7,11 +7,7 @@
 #   3. cuda_test (a split-K and a 256-row batch through the engine), grpc_api_test, shm_test.
 # Logs are packed into $OUT/call4.tar.gz after each step.
 set -u
-cd "$(dirname "$0")/../../.."
-source .gpu/gpu_env.sh
-final="${OUT:-/tmp}"
-o="$(mktemp -d)"
-pack() { tar -C "$o" -czf "$o.tgz" . && mv -f "$o.tgz" "$final/call4.tar.gz"; }
+source "$(dirname "$0")/lib.sh" && call_setup call4  # its prologue, as it ran, now in lib.sh
 OUT="$o" GEMMD_TEST_TIMEOUT=120 .gpu/gpu_run.sh gpu_ 2>&1 | tail -n 14
 pack
 timeout 150 .gpu/bin/gemm_bench --kernel wgmma --reps 10 --splits 2,4 \

@@ -6,11 +6,7 @@
 #   2. the M ≥ 4096 cases, ROWS128 and ROWS256 each timed;
 #   3. cuda_test (a 256-row batch through the engine), grpc_api_test.
 set -u
-cd "$(dirname "$0")/../../.."
-source .gpu/gpu_env.sh
-final="${OUT:-/tmp}"
-o="$(mktemp -d)"
-pack() { tar -C "$o" -czf "$o.tgz" . && mv -f "$o.tgz" "$final/call6.tar.gz"; }
+source "$(dirname "$0")/lib.sh" && call_setup call6  # its prologue, as it ran, now in lib.sh
 OUT="$o" GEMMD_TEST_TIMEOUT=120 .gpu/gpu_run.sh gpu_ 2>&1 | tail -n 12
 pack
 timeout 200 .gpu/bin/gemm_bench --kernel wgmma --reps 10 --kinds rows128,rows256 \

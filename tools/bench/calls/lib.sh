@@ -1,4 +1,4 @@
-# Sourced by the device-call scripts of this folder (from session 9 on):
+# Sourced by the device-call scripts of this folder that pack their own logs (session 8 on):
 #   source "$(dirname "$0")/lib.sh" && call_setup NAME
 # moves to the repository root, loads the bundle's environment (.gpu/gpu_env.sh), makes a
 # fresh folder $o for the call's logs and defines pack, which leaves them packed as
