@@ -5,7 +5,7 @@
 //
 //   gemm_bench [--kernel simple|wgmma] [--reps N] [--only SUBSTRING[,SUBSTRING...]] [--csv FILE]
 //              [--tile-n 16,32,64,128] [--kinds rows128,tma_store,rows256,split] [--b-scales block|tensor]
-//              [--splits 1,2,4,8] [--shape MxNxK,...] [--list]
+//              [--splits 1,2,4,8] [--shape MxNxK,...] [--flush dirty|clean] [--list]
 //
 // --only runs the cases whose name holds any of the substrings (say "dense 4096x,stacked");
 // --list prints the names of the cases the arguments select and exits (no GPU needed).
@@ -23,6 +23,10 @@
 // --splits times 128-row tiles with K cut into each of those numbers of parts (split-K, the
 // ROWS128_SPLIT kind; each checked against FP64): cells kS/width:us, "kS:-" where the
 // batch's tiles × S do not fit one wave, "kS:not-built" in builds without the kind.
+// --flush clean: the flush before every timed run also reads another 256 MiB (kernels/
+// l2_scrub.h), so L2 holds clean lines when the run starts; the default (dirty) flush is a
+// 256 MiB memset alone, after which L2 is full of written lines the run's own reads must
+// first write back to memory (like a torch cache.zero_() between runs).
 // (default kernel: wgmma)
 //
 // Prints µs, TFLOPS, GB/s (A + B + scales + D, each once), ours/cuBLASLt speed ratio and
@@ -46,6 +50,7 @@
 #include "kernels/cuda_check.h"
 #include "kernels/errors.h"
 #include "kernels/gpu_gemm.h"
+#include "kernels/l2_scrub.h"
 #include "kernels/ref_gemm.h"
 #include "kernels/testutil.h"
 
@@ -111,8 +116,9 @@ float median(std::vector<float> v) {
 struct Bench {
   cudaStream_t stream;
   cudaEvent_t t0, t1;
-  uint8_t *flush = nullptr;
+  uint8_t *flush = nullptr, *scrub = nullptr;  // scrub: --flush clean's read buffer
   size_t flush_bytes = 256u << 20;
+  bool clean_flush = false;
   gemmd_cublaslt_t *lt = nullptr;
   gemmd_gpu_kernel_t kernel = GEMMD_GPU_KERNEL_WGMMA;
   int reps = 20;
@@ -121,7 +127,10 @@ struct Bench {
   std::vector<uint32_t> splits; // --splits: K parts per tile to time besides the kernel's own choice
   gemmd_scale_layout_t b_layout = GEMMD_SCALE_BLOCK_128X128;  // --b-scales
 
-  void flush_l2() { CUDA_OK(cudaMemsetAsync(flush, 0, flush_bytes, stream)); }
+  void flush_l2() {
+    CUDA_OK(cudaMemsetAsync(flush, 0, flush_bytes, stream));
+    if (clean_flush) CUDA_OK(gemmd_l2_read_all(scrub, flush_bytes, stream));
+  }
 
   // Median µs of fn() over reps runs, each after an L2 flush.
   template <typename F>
@@ -450,7 +459,7 @@ int main(int argc, char **argv) {
   std::vector<Case> todo = cases();
   bool list = false;
   static const char *const kValued[] = {"--reps", "--only", "--csv", "--shape", "--tile-n", "--kinds", "--b-scales",
-                                        "--kernel", "--splits"};
+                                        "--kernel", "--splits", "--flush"};
   for (int i = 1; i < argc; i++) {
     if (!std::strcmp(argv[i], "--list")) {
       list = true;
@@ -474,6 +483,13 @@ int main(int argc, char **argv) {
       B.reps = (int)reps;
     }
     if (!std::strcmp(argv[i - 1], "--only")) only = argv[i];
+    if (!std::strcmp(argv[i - 1], "--flush")) {
+      if (std::strcmp(argv[i], "dirty") != 0 && std::strcmp(argv[i], "clean") != 0) {
+        std::fprintf(stderr, "gemm_bench: --flush takes dirty or clean, not '%s'\n", argv[i]);
+        return 2;
+      }
+      B.clean_flush = !std::strcmp(argv[i], "clean");
+    }
     if (!std::strcmp(argv[i - 1], "--csv")) csv_path = argv[i];
     if (!std::strcmp(argv[i - 1], "--shape")) {
       todo = shape_cases(argv[i]);
@@ -565,14 +581,19 @@ int main(int argc, char **argv) {
   test_rng_t rng = {test_seed("gemm_bench")};
   cudaDeviceProp prop;
   CUDA_OK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("# %s, %d SMs, L2 %d MB; kernel %s; E4M3 A 1x128 x E4M3 B %s -> BF16; median of %d, L2 flushed\n",
+  std::printf("# %s, %d SMs, L2 %d MB; kernel %s; E4M3 A 1x128 x E4M3 B %s -> BF16; median of %d, L2 flushed%s\n",
               prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20,
               B.kernel == GEMMD_GPU_KERNEL_SIMPLE ? "simple" : "wgmma",
-              B.b_layout == GEMMD_SCALE_TENSOR ? "per-tensor" : "128x128", B.reps);
+              B.b_layout == GEMMD_SCALE_TENSOR ? "per-tensor" : "128x128", B.reps,
+              B.clean_flush ? " (clean: L2 left holding read lines)" : "");
   CUDA_OK(cudaStreamCreate(&B.stream));
   CUDA_OK(cudaEventCreate(&B.t0));
   CUDA_OK(cudaEventCreate(&B.t1));
   B.flush = dev_alloc<uint8_t>(B.flush_bytes);
+  if (B.clean_flush) {
+    B.scrub = dev_alloc<uint8_t>(B.flush_bytes);
+    CUDA_OK(cudaMemset(B.scrub, 0, B.flush_bytes));
+  }
   TEST_CHECK(gemmd_cublaslt_create(64u << 20, &B.lt) == GEMMD_OK, "cublasLt");
   FILE *csv = csv_path ? std::fopen(csv_path, "w") : nullptr;
   if (csv) std::fprintf(csv, "case,kind,tile_n,us,tflops,tbps,err,lt_us,lt_tflops,lt_tbps,lt_err,speedup,prep_cold_us,prep_warm_us,sweep\n");
