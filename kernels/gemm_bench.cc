@@ -4,7 +4,8 @@
 // reference for both, then timing with an L2 flush before every run (CUDA events, median).
 //
 //   gemm_bench [--kernel simple|wgmma] [--reps N] [--only SUBSTRING[,SUBSTRING...]] [--csv FILE]
-//              [--tile-n 16,32,64,128] [--kinds rows128,tma_store,rows256,split] [--b-scales block|tensor]
+//              [--tile-n 16,32,64,96,128,192] [--kinds rows128,tma_store,rows256,split,wide]
+//              [--b-scales block|tensor]
 //              [--splits 1,2,4,8] [--shape MxNxK,...] [--flush dirty|clean] [--list]
 //
 // --only runs the cases whose name holds any of the substrings (say "dense 4096x,stacked");
@@ -17,7 +18,8 @@
 // --tile-n also times the WGMMA kernel with each of those tile widths, and --kinds with
 // each of those kinds of tile (gemmd_tile_kind_t; each checked against FP64 like the
 // kernel's own choice): column "[sweep]", as width:us and kind/width:us; both together
-// time each kind at each width (not the chosen kind at each width). Column "tn" is the
+// time each kind at each width (not the chosen kind at each width; "kind/width:-" where the
+// kind lacks the width: 96 and 192 are ROWS128_WIDE's alone). Column "tn" is the
 // width the kernel chose itself, "kind=" at the end of the row the kind ("parts=" after it:
 // K parts per tile, where the kernel split K).
 // --splits times 128-row tiles with K cut into each of those numbers of parts (split-K, the
@@ -283,6 +285,11 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
     }
     // With --tile-n, the kind at each of those widths; else at its own.
     for (uint32_t tn : B.sweep.empty() ? std::vector<uint32_t>{0} : B.sweep) {
+      if (gemmd_gpu_gemm_prepare_tiles(B.kernel, host.data(), reinterpret_cast<uint64_t>(batch), kind, tn) !=
+          GEMMD_OK) {  // a width the kind lacks (96 and 192 are ROWS128_WIDE's alone)
+        sweep += std::string(" ") + gemmd_tile_kind_name(kind) + "/" + std::to_string(tn) + ":-";
+        continue;
+      }
       const Timing t = run_ours(kind, tn, 0, true, &tiles);
       char cell[64];
       std::snprintf(cell, sizeof cell, " %s/%u:%.1f%s", gemmd_tile_kind_name(kind), tiles.tile_n, t.us,
@@ -503,8 +510,8 @@ int main(int argc, char **argv) {
       for (const char *p = argv[i]; *p != '\0';) {
         char *end = nullptr;
         const unsigned long tn = std::strtoul(p, &end, 10);
-        if (end == p || (tn != 16 && tn != 32 && tn != 64 && tn != 128)) {
-          std::fprintf(stderr, "gemm_bench: --tile-n takes a list of 16, 32, 64, 128, not '%s'\n", argv[i]);
+        if (end == p || (tn != 16 && tn != 32 && tn != 64 && tn != 96 && tn != 128 && tn != 192)) {
+          std::fprintf(stderr, "gemm_bench: --tile-n takes a list of 16, 32, 64, 96, 128, 192, not '%s'\n", argv[i]);
           return 2;
         }
         B.sweep.push_back((uint32_t)tn);

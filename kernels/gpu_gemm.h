@@ -53,7 +53,7 @@ void gemmd_gpu_gemm_forget_maps(void);
  * ROWS128_SPLIT the K parts per tile. */
 typedef struct gemmd_gpu_tiles_s {
   uint32_t kind;     /* gemmd_tile_kind_t */
-  uint32_t tile_n;   /* columns per tile: 16, 32, 64 or 128 */
+  uint32_t tile_n;   /* columns per tile: 16, 32, 64 or 128; 96 or 192 for ROWS128_WIDE */
   uint32_t k_splits; /* K parts per tile (1 but for ROWS128_SPLIT) */
 } gemmd_gpu_tiles_t;
 
@@ -62,17 +62,21 @@ typedef struct gemmd_gpu_tiles_s {
  * need 16-column tiles to fill the SMs and K parts cost less, or where every group has 65
  * to 128 rows and K is long: 2 parts at twice the width), then the width with the
  * least estimated time (waves of tiles over the SMs times a per-K-block cost measured
- * there; docs/bench/kernels.md says which runs). Host only. */
+ * there; docs/bench/kernels.md says which runs): ROWS128_WIDE where 96 or 192 columns
+ * cost less than every width of ROWS128 (192 only where every group has 256 rows or
+ * more). Host only. */
 gemmd_gpu_tiles_t gemmd_gpu_gemm_choose_tiles(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms);
 
 /* Kinds of tile a request may force; AUTO: the kernel's choice. */
 #define GEMMD_GPU_TILE_KIND_AUTO 0xFFFFFFFFu
 
 /* gemmd_gpu_gemm_prepare with a forced configuration: `kind` a gemmd_tile_kind_t (or
- * GEMMD_GPU_TILE_KIND_AUTO) and tiles of `tile_n` columns (16, 32, 64 or 128; 0: the best
- * width for that kind). GEMMD_EINVAL for other values, GEMMD_ENOTSUP for a kind the build
- * lacks (gemmd's build has all four; in a build with fewer, such as the probes, AUTO
- * gives the first kind built where the rule's kind is missing). Benchmarks and tests. */
+ * GEMMD_GPU_TILE_KIND_AUTO) and tiles of `tile_n` columns (16, 32, 64 or 128, or 96 or
+ * 192: ROWS128_WIDE's, which they choose with AUTO; 0: the best width for that kind).
+ * GEMMD_EINVAL for other values or a width the kind lacks, GEMMD_ENOTSUP for a kind the
+ * build lacks (gemmd's build has all five; in a build with fewer, such as the probes,
+ * AUTO gives the first kind built where the rule's kind is missing). Benchmarks and
+ * tests. */
 int gemmd_gpu_gemm_prepare_tiles(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch, uint32_t kind,
                                  uint32_t tile_n);
 
@@ -104,8 +108,8 @@ int gemmd_gpu_gemm(gemmd_gpu_kernel_t kernel, const void *batch, cudaStream_t st
 #define GEMMD_GPU_PART_KIND(kind) (1u << (kind)) /* the WGMMA kernel of a gemmd_tile_kind_t */
 enum {
   GEMMD_GPU_PART_HALF_OUT = 1, /* = GEMMD_GPU_PART_KIND(GEMMD_TILE_ROWS128) */
-  GEMMD_GPU_PART_FP32_OUT = 16,
-  GEMMD_GPU_PARTS_ALL = 31
+  GEMMD_GPU_PART_FP32_OUT = 32,
+  GEMMD_GPU_PARTS_ALL = 63
 };
 
 /* The mask of a table before it is prepared: HALF_OUT for BF16/FP16 outputs, FP32_OUT. */

@@ -199,7 +199,11 @@ int run_batch(test_rng_t *rng, std::vector<Group> &gs, const char *what, bool ex
   std::vector<Variant> variants = {{GEMMD_GPU_KERNEL_SIMPLE, GEMMD_GPU_TILE_KIND_AUTO, 0, 0, "simple"},
                                    {GEMMD_GPU_KERNEL_WGMMA, GEMMD_GPU_TILE_KIND_AUTO, 0, 0, "wgmma"}};
   for (uint32_t kind = 0; kind < GEMMD_TILE_KINDS; kind++) {
-    for (uint32_t tn : {16u, 32u, 64u, 128u}) {
+    // ROWS128_WIDE has the widths that do not divide 128 (a tile's columns may cross a row
+    // of B's 128×128 scales); the others 16..128.
+    const bool wide = kind == GEMMD_TILE_ROWS128_WIDE;
+    const std::vector<uint32_t> widths = wide ? std::vector<uint32_t>{96, 192} : std::vector<uint32_t>{16, 32, 64, 128};
+    for (uint32_t tn : widths) {
       variants.push_back({GEMMD_GPU_KERNEL_WGMMA, kind, tn, 1,
                           std::string("wgmma/") + gemmd_tile_kind_name(kind) + "/" + std::to_string(tn)});
     }

@@ -61,13 +61,14 @@ typedef enum {
   GEMMD_TILE_ROWS128_TMA_STORE = 1, /* 128 rows; the epilogue writes by TMA tensor stores */
   GEMMD_TILE_ROWS256 = 2,           /* 256 rows, each consumer warpgroup two 64-row halves */
   GEMMD_TILE_ROWS128_SPLIT = 3,     /* ROWS128 with K in header.k_splits parts (split-K) */
-  GEMMD_TILE_KINDS = 4
+  GEMMD_TILE_ROWS128_WIDE = 4,      /* ROWS128 at the widths that do not divide 128 (96, 192) */
+  GEMMD_TILE_KINDS = 5
 } gemmd_tile_kind_t;
 
-/* A kind's name in tools and logs ("rows128", "tma_store", "rows256", "split"; "?" past the
- * last). */
+/* A kind's name in tools and logs ("rows128", "tma_store", "rows256", "split", "wide"; "?"
+ * past the last). */
 static inline const char *gemmd_tile_kind_name(uint32_t kind) {
-  static const char *const names[GEMMD_TILE_KINDS] = {"rows128", "tma_store", "rows256", "split"};
+  static const char *const names[GEMMD_TILE_KINDS] = {"rows128", "tma_store", "rows256", "split", "wide"};
   return kind < GEMMD_TILE_KINDS ? names[kind] : "?";
 }
 

@@ -5,7 +5,7 @@
 // outputs).
 //
 // Per output tile of BM × tile_n (group g, rows m0.., columns n0..; BM 128 or 256 by the
-// batch's kind of tile, tile_n the batch's, 16..128):
+// batch's kind of tile, tile_n the batch's: 16..128, or 96 or 192 for ROWS128_WIDE):
 //   producer warpgroup, thread 0: for each 128-wide K block, wait for the stage to be
 //     empty, arm its "full" barrier with the bytes to come, and issue two TMA loads: A rows
 //     m0.. (BM, or fewer for a small group: a_box_rows) and B rows n0..n0+tile_n-1, 128
@@ -40,6 +40,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 #include <mutex>
 #include <type_traits>
 
@@ -63,18 +64,18 @@
 #endif
 // The kinds of tile compiled in, as a mask of 1 << gemmd_tile_kind_t: each kind is its own
 // kernel (all three in one kernel made ROWS128 itself 2–3 µs slower at short K and small M:
-// code size; docs/bench/kernels.md, session 5). gemmd's build has all four; the probes
+// code size; docs/bench/kernels.md, session 5). gemmd's build has all five; the probes
 // ROWS128 alone unless they say otherwise; a kind not built is GEMMD_ENOTSUP when forced,
 // and where the rule picks it the batch gets the first kind built.
 #ifndef GEMMD_WGMMA_KINDS
-#define GEMMD_WGMMA_KINDS (GEMMD_WGMMA_PROBE != 0 ? 1u : 15u)
+#define GEMMD_WGMMA_KINDS (GEMMD_WGMMA_PROBE != 0 ? 1u : 31u)
 #endif
 #define GEMMD_WGMMA_BUILT(kind) ((GEMMD_WGMMA_KINDS >> (kind)) & 1u)
 // ROWS256 batches run in wgmma_gemm_kernel_joint (every unsplit kind's code in one kernel,
 // faster for ROWS256: see there) in builds with every kind; probe builds run ROWS256 in a
 // kernel of its own.
 #ifndef GEMMD_WGMMA_JOINT_ROWS256
-#define GEMMD_WGMMA_JOINT_ROWS256 (GEMMD_WGMMA_KINDS == 15u)
+#define GEMMD_WGMMA_JOINT_ROWS256 ((GEMMD_WGMMA_KINDS & 15u) == 15u)
 #endif
 // The kind a batch gets when the rule's kind is not built: the first that is.
 #define GEMMD_WGMMA_FALLBACK_KIND                                                 \
@@ -97,9 +98,14 @@ namespace {
 //     one block accumulator (B read once per 256 rows: fewer bytes per FLOP);
 //   ROWS128_SPLIT: ROWS128 tiles whose K is cut into header.k_splits parts (split-K), each
 //     part a unit of the persistent grid; each part's FP32 sums go to a workspace and the
-//     last part of a tile to arrive adds them all (in part order) and writes the tile.
-// tile_n (16..128 columns) gives the persistent grid tiles for every SM even when N is
-// small (decode). The ring's stage count follows from the stage size.
+//     last part of a tile to arrive adds them all (in part order) and writes the tile;
+//   ROWS128_WIDE: ROWS128 tiles of 96 or 192 columns, widths that do not divide 128 (a
+//     tile's columns may cross into the next row of B's 128×128 scales: those columns are
+//     promoted with that row's scale). A kernel of their own: compiled into ROWS128's they
+//     more than doubled its code, and ROWS128 got 3–7% slower at K = 512 (session 10).
+// tile_n (16..128 columns; 96 or 192 for ROWS128_WIDE) gives the persistent grid tiles for
+// every SM even when N is small (decode). The ring's stage count follows from the stage
+// size.
 constexpr uint32_t BK = 128;  // bytes of K per stage = one scale block = the swizzle width
 constexpr uint32_t kConsumers = 2;
 constexpr uint32_t kThreads = 128 * (1 + kConsumers);
@@ -122,14 +128,17 @@ using KindRows128 = Kind<GEMMD_TILE_ROWS128, 128, false>;
 using KindRows128TmaStore = Kind<GEMMD_TILE_ROWS128_TMA_STORE, 128, true>;
 using KindRows256 = Kind<GEMMD_TILE_ROWS256, 256, false>;
 using KindRows128Split = Kind<GEMMD_TILE_ROWS128_SPLIT, 128, false, true>;
+using KindRows128Wide = Kind<GEMMD_TILE_ROWS128_WIDE, 128, false>;
 
 // A stage's scales, copied in by the producer warpgroup's second warp (cp.async): A's for
-// the tile's BM rows at the stage's K block, and B's 128×128 block scale.
+// the tile's BM rows at the stage's K block, and B's 128×128 block scale (b_next: the next
+// row of them, for tiles whose columns cross into it).
 template <uint32_t BM>
 struct StageScales {
   float a[BM];
   float b;
-  float pad[3];
+  float b_next;
+  float pad[2];
 };
 
 // The TMA-store epilogue's staging, per consumer warpgroup: BN / kCols boxes of 64 rows ×
@@ -147,9 +156,9 @@ struct Ring {
   static constexpr uint32_t kPerStage = kStageBytes + sizeof(StageScales<K::BM>);
   // The output staging area: with TMA stores, per consumer warpgroup, 64 rows × BN 2-byte
   // values as TmaBoxes<BN> boxes (1024-aligned); otherwise the tile's BM rows of BN 2-byte
-  // values, each row padded by 16 bytes so a warp's pair writes (8 rows × 4 pairs) fall in
-  // 32 different banks.
-  static constexpr uint32_t kOutPitch = BN * 2 + 16;
+  // values, each row padded by 16 bytes where needed so a warp's pair writes (8 rows × 4
+  // pairs) fall in 32 different banks (an odd number of 16-byte pieces per row).
+  static constexpr uint32_t kOutPitch = BN * 2 + ((BN * 2 / 16) % 2 == 0 ? 16 : 0);
   static constexpr uint32_t kOutBytes = K::kTmaStore ? 2 * 64 * BN * 2 + 1024 : K::BM * kOutPitch;
   static constexpr uint32_t kStages = (kRingBytes - kOutBytes) / kPerStage < kMaxStages
                                           ? (kRingBytes - kOutBytes) / kPerStage
@@ -164,7 +173,8 @@ struct Ring {
   }
   static_assert(kStages >= 2 && kStages * kPerStage + kOutBytes <= kRingBytes, "the ring fits");
   static_assert(kStageBytes % 1024 == 0, "128B-swizzled tiles are 1024-byte aligned");
-  static_assert(128 % BN == 0, "a tile's columns share one row of 128x128 B scales");
+  // n0 is a multiple of BN: a tile's columns cross at most one row boundary of B's scales.
+  static_assert(BN % 8 == 0 && (128 % BN == 0 || BN == 96 || BN == 192), "a width the kernel handles");
 };
 constexpr uint32_t kSmemBytes = kRingBytes + 1024 /* alignment */;
 
@@ -495,6 +505,10 @@ __device__ __forceinline__ void load_scales(const BatchView &v, uint8_t *ring, B
     const float *sb = g.b_layout == GEMMD_SCALE_BLOCK_128X128
                           ? reinterpret_cast<const float *>(g.b_scales) + (size_t)(tr.n0 / 128) * kblocks
                           : nullptr;
+    // The next row of B's scales, where the tile's columns cross into it (else this one's).
+    const uint32_t sb_next = 128 % BN != 0 && tr.n0 % 128 + BN > 128 && tr.n0 / 128 + 1 < gemmd_ceil_div(g.n, 128)
+                                 ? kblocks
+                                 : 0;
     for (uint32_t kb = kr.kb0; kb < kr.kb1; kb++) {
       mbar_wait(&bars.empty[stage], phase ^ 1);
       if ((GEMMD_WGMMA_PROBE == 3 || GEMMD_WGMMA_PROBE == 4 || GEMMD_WGMMA_PROBE == 6) && loads >= R::kStages) {
@@ -504,6 +518,7 @@ __device__ __forceinline__ void load_scales(const BatchView &v, uint8_t *ring, B
 #pragma unroll
         for (uint32_t i = 0; i < K::BM / 32; i++) cp_async_4(&dst.a[lane + 32 * i], sa + row_off[i] + kb);
         if (lane == 0 && sb != nullptr) cp_async_4(&dst.b, sb + kb);
+        if (128 % BN != 0 && lane == 1 && sb != nullptr) cp_async_4(&dst.b_next, sb + sb_next + kb);
         cp_async_arrive(&bars.full[stage]);
       }
       loads++;
@@ -512,6 +527,21 @@ __device__ __forceinline__ void load_scales(const BatchView &v, uint8_t *ring, B
         phase ^= 1;
       }
     }
+  }
+}
+
+// As promote, for a tile whose column groups j >= jb (8 columns each) take B's next scale:
+// s0n, s1n instead of s0, s1.
+template <uint32_t R>
+__device__ __forceinline__ void promote_cross(float (&total)[R], const float (&blk)[R], float s0, float s1, float s0n,
+                                              float s1n, uint32_t jb) {
+#pragma unroll
+  for (uint32_t j = 0; j < R / 4; j++) {
+    const float a = j < jb ? s0 : s0n, b = j < jb ? s1 : s1n;
+    total[j * 4 + 0] += blk[j * 4 + 0] * a;
+    total[j * 4 + 1] += blk[j * 4 + 1] * a;
+    total[j * 4 + 2] += blk[j * 4 + 2] * b;
+    total[j * 4 + 3] += blk[j * 4 + 3] * b;
   }
 }
 
@@ -542,19 +572,30 @@ __device__ __forceinline__ void promote(float (&total)[R], const float (&blk)[R]
 // warpgroup: while one promotes, the other's WGMMAs keep the tensor cores busy. (Two
 // blocks in flight, promoting the last while the next runs, needs a third accumulator
 // array; it was slower nearly everywhere: v10 in docs/bench/kernels.md.)
+// `jb`: where the tile's columns cross into B's next 128 (in groups of 8; only for widths
+// that do not divide 128).
 template <typename K, uint32_t BN, bool kAE5M2, bool kBE5M2>
 __device__ __forceinline__ void k_block(float (&total)[BN / 2], float (&blk)[BN / 2], uint32_t &stage, uint32_t &phase,
-                                        uint8_t *ring, Barriers &bars, uint32_t wg, uint32_t r, bool b_block) {
+                                        uint8_t *ring, Barriers &bars, uint32_t wg, uint32_t r, bool b_block,
+                                        uint32_t jb) {
   using R = Ring<K, BN>;
   mbar_wait(&bars.full[stage], phase);
   const uint8_t *tile = ring + stage * R::kStageBytes;
   issue_block<BN, kAE5M2, kBE5M2>(blk, tile + wg * 64 * BK, tile + K::kStageA);
   const StageScales<K::BM> &sc = R::scales(ring, stage);
   const float sb = b_block ? ld_shared_f32(&sc.b) : 1.0f;
-  const float s0 = ld_shared_f32(&sc.a[r]) * sb, s1 = ld_shared_f32(&sc.a[r + 8]) * sb;
-  wgmma_wait<0>();
-  release_stage(&bars.empty[stage]);
-  promote(total, blk, s0, s1);
+  const float sa0 = ld_shared_f32(&sc.a[r]), sa1 = ld_shared_f32(&sc.a[r + 8]);
+  const float s0 = sa0 * sb, s1 = sa1 * sb;
+  if constexpr (128 % BN != 0) {
+    const float sbn = b_block ? ld_shared_f32(&sc.b_next) : 1.0f;
+    wgmma_wait<0>();
+    release_stage(&bars.empty[stage]);
+    promote_cross(total, blk, s0, s1, sa0 * sbn, sa1 * sbn, jb);
+  } else {
+    wgmma_wait<0>();
+    release_stage(&bars.empty[stage]);
+    promote(total, blk, s0, s1);
+  }
   if (++stage == R::kStages) {
     stage = 0;
     phase ^= 1;
@@ -569,6 +610,7 @@ __device__ __forceinline__ void k_block_halves(float (&total)[K::kHalves * BN / 
                                                uint32_t &stage, uint32_t &phase, uint8_t *ring, Barriers &bars,
                                                uint32_t wg, uint32_t r, bool b_block) {
   using R = Ring<K, BN>;
+  static_assert(128 % BN == 0, "256-row tiles have widths that divide 128");
   mbar_wait(&bars.full[stage], phase);
   const uint8_t *tile = ring + stage * R::kStageBytes;
   const StageScales<K::BM> &sc = R::scales(ring, stage);
@@ -663,6 +705,7 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
   const uint32_t row0 = tr.m0 + wg * kWgRows + warp * 16 + lane / 4, row1 = row0 + 8;  // in half 0
   const uint32_t r = row0 - tr.m0;  // the tile's row, for the stage's scales
   const bool b_block = g.b_layout == GEMMD_SCALE_BLOCK_128X128;
+  const uint32_t jb = (128 - tr.n0 % 128) / 8;  // column groups before B's next 128
   // Whether the epilogue stages the tile: half outputs, rows a multiple of 16 bytes, D
   // 16-byte aligned (the host encodes D's map for the same groups).
   auto stages_tile = [](const gemmd_group_params_t &p, const uint8_t *d) {
@@ -688,8 +731,8 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
     // work as one array, but ptxas schedules it better (v10 vs v10a in
     // docs/bench/kernels.md).
     for (uint32_t kb = kr.kb0; kb < kr.kb1; kb += 2) {
-      k_block<K, BN, kAE5M2, kBE5M2>(total, blk0, stage, phase, ring, bars, wg, r, b_block);
-      if (kb + 1 < kr.kb1) k_block<K, BN, kAE5M2, kBE5M2>(total, blk1, stage, phase, ring, bars, wg, r, b_block);
+      k_block<K, BN, kAE5M2, kBE5M2>(total, blk0, stage, phase, ring, bars, wg, r, b_block, jb);
+      if (kb + 1 < kr.kb1) k_block<K, BN, kAE5M2, kBE5M2>(total, blk1, stage, phase, ring, bars, wg, r, b_block, jb);
     }
   }
   if constexpr (K::kSplit) {
@@ -847,6 +890,17 @@ __device__ __forceinline__ void with_tile_n(uint32_t tile_n, F &&f) {
   }
 }
 
+// with_tile_n for the kernel of kind K: ROWS128_WIDE has 96 and 192 columns only.
+template <typename K, typename F>
+__device__ __forceinline__ void with_kind_width(uint32_t tile_n, F &&f) {
+  if constexpr (K::kId == GEMMD_TILE_ROWS128_WIDE) {
+    if (tile_n == 192) return f(std::integral_constant<uint32_t, 192>{});
+    return f(std::integral_constant<uint32_t, 96>{});
+  } else {
+    return with_tile_n(tile_n, f);
+  }
+}
+
 // The kernel of tile kind K; on a batch prepared for another kind it returns at once.
 template <typename K>
 __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *batch, float *ws) {
@@ -884,14 +938,14 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
   if (threadIdx.x < 128) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     if (threadIdx.x / 32 == 1) {
-      return with_tile_n(tile_n, [&](auto bn) { load_scales<K, decltype(bn)::value>(v, ring, bars); });
+      return with_kind_width<K>(tile_n, [&](auto bn) { load_scales<K, decltype(bn)::value>(v, ring, bars); });
     }
     if (threadIdx.x != 0) return;
-    return with_tile_n(tile_n, [&](auto bn) { produce<K, decltype(bn)::value>(v, ring, bars); });
+    return with_kind_width<K>(tile_n, [&](auto bn) { produce<K, decltype(bn)::value>(v, ring, bars); });
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
   const uint32_t wg = threadIdx.x / 128 - 1;
-  with_tile_n(tile_n, [&](auto bn) { consume<K, decltype(bn)::value>(v, ring, bars, wg); });
+  with_kind_width<K>(tile_n, [&](auto bn) { consume<K, decltype(bn)::value>(v, ring, bars, wg); });
 }
 
 #if GEMMD_WGMMA_JOINT_ROWS256
@@ -1065,20 +1119,42 @@ TileCount count_tiles(const gemmd_group_params_t *table, uint32_t n_groups, uint
   return c;
 }
 
-uint32_t choose_tile_n(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms, uint32_t bm) {
-  uint32_t best = 128;
-  double best_cost = 0;
-  for (uint32_t tn : {128u, 64u, 32u, 16u}) {
+struct WidthChoice {
+  uint32_t tile_n;
+  double cost;  // the model's, in ns; 0 with no group to run
+};
+
+// The cheapest of `widths` (the first of equals within 0.1%) by that model.
+WidthChoice best_width(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms, uint32_t bm,
+                       std::initializer_list<uint32_t> widths) {
+  WidthChoice best = {*widths.begin(), 0.0};
+  bool first = true;
+  for (uint32_t tn : widths) {
     const TileCount c = count_tiles(table, n_groups, bm, tn);
-    if (c.tiles == 0) return 128;
+    if (c.tiles == 0) return best;
     const double waves = (double)((c.tiles + sms - 1) / sms);
     const double cost = waves * (c.kblocks / (double)c.tiles) * (219.0 + 2.66 * tn);
-    if (tn == 128 || cost < best_cost * 0.999) {
-      best = tn;
-      best_cost = cost;
-    }
+    if (first || cost < best.cost * 0.999) best = {tn, cost};
+    first = false;
   }
   return best;
+}
+
+uint32_t choose_tile_n(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms, uint32_t bm) {
+  return best_width(table, n_groups, sms, bm, {128u, 64u, 32u, 16u}).tile_n;
+}
+
+// ROWS128_WIDE's width by the same model: 96, or 192 where every group has 256 rows or
+// more. Measured in one binary (session 10, docs/bench/kernels.md): 96 beat 128 by 6–11%
+// on N×K 24576×1536 at every M ≤ 128; 192 beat 128 by 7% on 4096×2112×7168 but lost at
+// M ≤ 128 (24576×1536: 5–10% slower than 96) and on the decode batches (1%).
+WidthChoice choose_wide(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms) {
+  uint32_t min_m = 0xFFFFFFFFu;
+  for (uint32_t g = 0; g < n_groups; g++) {
+    if (runs_here(table[g])) min_m = std::min(min_m, table[g].m);
+  }
+  if (min_m != 0xFFFFFFFFu && min_m >= 256) return best_width(table, n_groups, sms, 128, {192u, 96u});
+  return best_width(table, n_groups, sms, 128, {96u});
 }
 
 // Split-K (ROWS128_SPLIT): K parts per 128-row tile and the width to go with them,
@@ -1176,12 +1252,20 @@ extern "C" uint64_t gemmd_gpu_gemm_sched_bytes(uint32_t n_groups) {
 namespace {
 
 // The tile configuration for a batch: the kind by the rule, and where the rule says ROWS128
-// and split-K pays (choose_split), ROWS128_SPLIT; then the width (and K parts).
-gemmd_gpu_tiles_t choose_config(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms) {
+// and split-K pays (choose_split), ROWS128_SPLIT (`split`: whether it may); where the wide
+// widths cost less than ROWS128's, ROWS128_WIDE; then the width (and K parts).
+gemmd_gpu_tiles_t choose_config(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms,
+                                bool split = true) {
   const uint32_t kind = choose_kind(table, n_groups, sms);
   if (kind == GEMMD_TILE_ROWS128) {
-    const SplitChoice c = choose_split(table, n_groups, sms, 0, 0);
-    if (c.parts > 1) return gemmd_gpu_tiles_t{GEMMD_TILE_ROWS128_SPLIT, c.tile_n, c.parts};
+    if (split) {
+      const SplitChoice c = choose_split(table, n_groups, sms, 0, 0);
+      if (c.parts > 1) return gemmd_gpu_tiles_t{GEMMD_TILE_ROWS128_SPLIT, c.tile_n, c.parts};
+    }
+    const WidthChoice narrow = best_width(table, n_groups, sms, 128, {128u, 64u, 32u, 16u});
+    const WidthChoice wide = choose_wide(table, n_groups, sms);
+    if (wide.cost < narrow.cost * 0.999) return gemmd_gpu_tiles_t{GEMMD_TILE_ROWS128_WIDE, wide.tile_n, 1};
+    return gemmd_gpu_tiles_t{kind, narrow.tile_n, 1};
   }
   return gemmd_gpu_tiles_t{kind, choose_tile_n(table, n_groups, sms, kind_rows(kind)), 1};
 }
@@ -1209,8 +1293,17 @@ extern "C" int gemmd_gpu_gemm_prepare_split(gemmd_gpu_kernel_t kernel, void *hos
   auto *hdr = static_cast<gemmd_batch_header_t *>(host_batch);
   if (host_batch == nullptr || dev_batch == 0) return GEMMD_EINVAL;
   if (k_splits > GEMMD_GPU_MAX_K_SPLITS) return GEMMD_EINVAL;
-  if (tile_n != 0 && tile_n != 16 && tile_n != 32 && tile_n != 64 && tile_n != 128) return GEMMD_EINVAL;
+  const bool wide_n = tile_n == 96 || tile_n == 192;
+  if (tile_n != 0 && tile_n != 16 && tile_n != 32 && tile_n != 64 && tile_n != 128 && !wide_n) return GEMMD_EINVAL;
   if (kind != GEMMD_GPU_TILE_KIND_AUTO && kind >= GEMMD_TILE_KINDS) return GEMMD_EINVAL;
+  // The wide widths are ROWS128_WIDE's alone (asked for with AUTO, they choose it).
+  if (tile_n != 0 && wide_n != (kind == GEMMD_TILE_ROWS128_WIDE) && kind != GEMMD_GPU_TILE_KIND_AUTO) {
+    return GEMMD_EINVAL;
+  }
+  if (wide_n) {
+    if (k_splits > 1) return GEMMD_EINVAL;
+    kind = GEMMD_TILE_ROWS128_WIDE;
+  }
   // K parts are the split kind's alone (asked for with AUTO, they choose it).
   if (k_splits > 1 && kind != GEMMD_GPU_TILE_KIND_AUTO && kind != GEMMD_TILE_ROWS128_SPLIT) return GEMMD_ENOTSUP;
   if (k_splits > 1) kind = GEMMD_TILE_ROWS128_SPLIT;
@@ -1224,7 +1317,8 @@ extern "C" int gemmd_gpu_gemm_prepare_split(gemmd_gpu_kernel_t kernel, void *hos
   auto *starts = reinterpret_cast<uint32_t *>(tmaps + (size_t)hdr->n_groups * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES);
   const uint32_t sms = (uint32_t)sm_count();
   if (kind == GEMMD_GPU_TILE_KIND_AUTO) {
-    kind = k_splits == 1 ? choose_kind(table, hdr->n_groups, sms) : choose_config(table, hdr->n_groups, sms).kind;
+    kind = choose_config(table, hdr->n_groups, sms, k_splits != 1).kind;
+    if (kind == GEMMD_TILE_ROWS128_WIDE && tile_n != 0) kind = GEMMD_TILE_ROWS128;  // a narrow width asked for
     if (!GEMMD_WGMMA_BUILT(kind)) kind = GEMMD_WGMMA_FALLBACK_KIND;
   }
   const uint32_t bm = kind_rows(kind);
@@ -1235,7 +1329,10 @@ extern "C" int gemmd_gpu_gemm_prepare_split(gemmd_gpu_kernel_t kernel, void *hos
     tile_n = c.tile_n;
     parts = c.parts;
   }
-  if (tile_n == 0) tile_n = choose_tile_n(table, hdr->n_groups, sms, bm);
+  if (tile_n == 0) {
+    tile_n = kind == GEMMD_TILE_ROWS128_WIDE ? choose_wide(table, hdr->n_groups, sms).tile_n
+                                             : choose_tile_n(table, hdr->n_groups, sms, bm);
+  }
   std::call_once(g_encode_once, load_encode);
   if (g_encode == nullptr) return GEMMD_EDEVICE;
   uint64_t tiles = 0;
@@ -1346,6 +1443,11 @@ int gemmd_gpu_gemm_wgmma(const void *batch, uint32_t kinds, void *workspace, cud
   if constexpr (GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS128_SPLIT)) {
     if (rc == GEMMD_OK && (kinds & (1u << GEMMD_TILE_ROWS128_SPLIT))) {
       rc = launch_kind<KindRows128Split>(b, ws, stream);
+    }
+  }
+  if constexpr (GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS128_WIDE)) {
+    if (rc == GEMMD_OK && (kinds & (1u << GEMMD_TILE_ROWS128_WIDE))) {
+      rc = launch_kind<KindRows128Wide>(b, ws, stream);
     }
   }
   return rc;

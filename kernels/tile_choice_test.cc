@@ -49,11 +49,15 @@ int main() {
       {"8x7168x16384", 1, 8, 7168, 16384, {64}},
       // 2 K parts of 128 columns (split-K: 50.0–50.5 µs vs 51.5–52.6 unsplit at 64)
       {"128x7168x16384", 1, 128, 7168, 16384, {128}},
-      {"8x24576x1536", 1, 8, 24576, 1536, {64, 128}},
+      // ROWS128_WIDE at 96 columns: 19.7–19.8 µs vs 20.0 at 64 and 21.6–22.0 at 128 (session
+      // 10, calls 3 and 5)
+      {"8x24576x1536", 1, 8, 24576, 1536, {96, 64}},
+      {"128x24576x1536", 1, 128, 24576, 1536, {96}},
       {"8x32768x512", 1, 8, 32768, 512, {128}},
       {"8x7168x2048", 1, 8, 7168, 2048, {32, 64, 128}},
       {"4096x7168x16384", 1, 4096, 7168, 16384, {128}},
-      {"4096x2112x7168", 1, 4096, 2112, 7168, {128}},
+      // ROWS128_WIDE at 192 columns: 152.3 µs vs 164.4 at 128 (session 10, call 5)
+      {"4096x2112x7168", 1, 4096, 2112, 7168, {192}},
       {"decode 64x8 own 4096x4096", 64, 8, 4096, 4096, {128}},
       {"decode 128x4 own 2048x2048", 128, 4, 2048, 2048, {128}},
   };
@@ -70,11 +74,12 @@ int main() {
   // The kind of tile: where each kind was timed as its own kernel (docs/bench/kernels.md,
   // session 8, raw/2026-12-01-s8-call1-gemm_bench.log), those within 3% of the fastest.
   constexpr uint32_t R128 = 1u << GEMMD_TILE_ROWS128, TMA = 1u << GEMMD_TILE_ROWS128_TMA_STORE,
-                     R256 = 1u << GEMMD_TILE_ROWS256;
+                     R256 = 1u << GEMMD_TILE_ROWS256, WIDE = 1u << GEMMD_TILE_ROWS128_WIDE;
   const KindCase kinds[] = {
       {"4096x7168x16384", 1, 4096, 7168, 16384, R256},           // 1054 / 1065 / 1001 µs
       {"8192x8192x8192", 1, 8192, 8192, 8192, R256},             // 1244 / 1249 / 1199
-      {"4096x2112x7168", 1, 4096, 2112, 7168, R128 | TMA},       // 160 / 163 / 183
+      // ROWS128_WIDE/192 152.3 µs vs ROWS128/128 164.4 (session 10 call 5)
+      {"4096x2112x7168", 1, 4096, 2112, 7168, WIDE},             // 160 / 163 / 183
       {"4096x4096x7168", 1, 4096, 4096, 7168, R128 | TMA | R256},  // 256 / 261 / 262
       {"4096x32768x512", 1, 4096, 32768, 512, R256},             // 234 / 260 / 225
       {"4096x24576x1536", 1, 4096, 24576, 1536, R128 | R256},    // 360 / 372 / 358
@@ -90,6 +95,7 @@ int main() {
       {"64x2112x7168", 1, 64, 2112, 7168, 1u << GEMMD_TILE_ROWS128_SPLIT},
       {"128x2112x7168", 1, 128, 2112, 7168, 1u << GEMMD_TILE_ROWS128_SPLIT},
       {"64x4096x7168", 1, 64, 4096, 7168, R128 | TMA},
+      {"64x24576x1536", 1, 64, 24576, 1536, WIDE},  // 20.3 µs vs 22.5 at 128 (session 10 call 5)
       // 2 parts of twice the width where 128-row A tiles are long (session 9 call 2:
       // 128x4096x7168 23.8 → 22.5 µs, 128x7168x16384 51.5 → 50.0), not at K = 2048
       {"128x4096x7168", 1, 128, 4096, 7168, 1u << GEMMD_TILE_ROWS128_SPLIT},
@@ -165,6 +171,19 @@ int main() {
     TEST_CHECK(gemmd_gpu_gemm_prepare_tiles(GEMMD_GPU_KERNEL_WGMMA, host.data(), dev, GEMMD_TILE_KINDS, 0) ==
                    GEMMD_EINVAL,
                "kind past the last");
+    // 96 and 192 columns are ROWS128_WIDE's alone, and it has no others.
+    TEST_CHECK(gemmd_gpu_gemm_prepare_tiles(GEMMD_GPU_KERNEL_WGMMA, host.data(), dev, GEMMD_TILE_ROWS128, 96) ==
+                   GEMMD_EINVAL,
+               "width 96 on ROWS128");
+    TEST_CHECK(gemmd_gpu_gemm_prepare_tiles(GEMMD_GPU_KERNEL_WGMMA, host.data(), dev, GEMMD_TILE_ROWS256, 192) ==
+                   GEMMD_EINVAL,
+               "width 192 on ROWS256");
+    TEST_CHECK(gemmd_gpu_gemm_prepare_tiles(GEMMD_GPU_KERNEL_WGMMA, host.data(), dev, GEMMD_TILE_ROWS128_WIDE, 64) ==
+                   GEMMD_EINVAL,
+               "width 64 on ROWS128_WIDE");
+    TEST_CHECK(gemmd_gpu_gemm_prepare_split(GEMMD_GPU_KERNEL_WGMMA, host.data(), dev, GEMMD_GPU_TILE_KIND_AUTO, 96, 2) ==
+                   GEMMD_EINVAL,
+               "K parts at width 96");
     TEST_CHECK(gemmd_gpu_gemm_prepare_split(GEMMD_GPU_KERNEL_WGMMA, host.data(), dev, GEMMD_GPU_TILE_KIND_AUTO, 0,
                                             GEMMD_GPU_MAX_K_SPLITS + 1) == GEMMD_EINVAL,
                "too many K parts");
