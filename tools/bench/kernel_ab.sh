@@ -49,6 +49,7 @@ if [ "${GEMMD_AB_DRY_RUN:-0}" = 1 ]; then
 fi
 final_out="${OUT:-/tmp}"
 out="$(mktemp -d)"
+chmod 755 "$out"  # the archive's root entry carries this mode (see calls/lib.sh)
 # Packed after every step too: a call killed at its time limit (SIGKILL, no trap) still
 # returns what it had.
 pack() { tar -C "$out" -czf "$out.tgz" . && mv -f "$out.tgz" "$final_out/kernel_ab.tar.gz"; }

@@ -10,5 +10,8 @@ call_setup() {
   source .gpu/gpu_env.sh
   call_final="${OUT:-/tmp}"
   o="$(mktemp -d)"
+  # The archive's root entry carries this folder's mode: mktemp's 0700, unpacked over an
+  # existing folder (say -C /tmp), would take that folder's sticky world-writable mode away.
+  chmod 755 "$o"
 }
 pack() { tar -C "$o" -czf "$o.tgz" . && mv -f "$o.tgz" "$call_final/$call_name.tar.gz"; }
