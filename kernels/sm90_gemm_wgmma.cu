@@ -102,7 +102,7 @@ namespace {
 //   ROWS128_WIDE: ROWS128 tiles of 96 or 192 columns, widths that do not divide 128 (a
 //     tile's columns may cross into the next row of B's 128×128 scales: those columns are
 //     promoted with that row's scale). A kernel of their own: compiled into ROWS128's they
-//     more than doubled its code, and ROWS128 got 3–7% slower at K = 512 (session 10).
+//     more than doubled its code, and ROWS128 got up to 7% slower at K = 512 (session 10).
 // tile_n (16..128 columns; 96 or 192 for ROWS128_WIDE) gives the persistent grid tiles for
 // every SM even when N is small (decode). The ring's stage count follows from the stage
 // size.
@@ -1140,14 +1140,19 @@ WidthChoice best_width(const gemmd_group_params_t *table, uint32_t n_groups, uin
   return best;
 }
 
+// The best of the widths every kind but ROWS128_WIDE has.
+WidthChoice choose_narrow(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms, uint32_t bm) {
+  return best_width(table, n_groups, sms, bm, {128u, 64u, 32u, 16u});
+}
+
 uint32_t choose_tile_n(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms, uint32_t bm) {
-  return best_width(table, n_groups, sms, bm, {128u, 64u, 32u, 16u}).tile_n;
+  return choose_narrow(table, n_groups, sms, bm).tile_n;
 }
 
 // ROWS128_WIDE's width by the same model: 96, or 192 where every group has 256 rows or
 // more. Measured in one binary (session 10, docs/bench/kernels.md): 96 beat 128 by 6–11%
 // on N×K 24576×1536 at every M ≤ 128; 192 beat 128 by 7% on 4096×2112×7168 but lost at
-// M ≤ 128 (24576×1536: 5–10% slower than 96) and on the decode batches (1%).
+// M ≤ 128 (24576×1536: 2–7% slower than 96) and on the decode batches (1%).
 WidthChoice choose_wide(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms) {
   uint32_t min_m = 0xFFFFFFFFu;
   for (uint32_t g = 0; g < n_groups; g++) {
@@ -1262,7 +1267,7 @@ gemmd_gpu_tiles_t choose_config(const gemmd_group_params_t *table, uint32_t n_gr
       const SplitChoice c = choose_split(table, n_groups, sms, 0, 0);
       if (c.parts > 1) return gemmd_gpu_tiles_t{GEMMD_TILE_ROWS128_SPLIT, c.tile_n, c.parts};
     }
-    const WidthChoice narrow = best_width(table, n_groups, sms, 128, {128u, 64u, 32u, 16u});
+    const WidthChoice narrow = choose_narrow(table, n_groups, sms, 128);
     const WidthChoice wide = choose_wide(table, n_groups, sms);
     if (wide.cost < narrow.cost * 0.999) return gemmd_gpu_tiles_t{GEMMD_TILE_ROWS128_WIDE, wide.tile_n, 1};
     return gemmd_gpu_tiles_t{kind, narrow.tile_n, 1};

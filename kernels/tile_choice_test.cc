@@ -165,36 +165,31 @@ int main() {
     reinterpret_cast<gemmd_batch_header_t *>(host.data())->sched_arena = 128;
     const std::vector<uint8_t> before = host;
     const uint64_t dev = 1u << 20;  // never touched: the checks come first
-    TEST_CHECK(gemmd_gpu_gemm_prepare_tiles(GEMMD_GPU_KERNEL_WGMMA, host.data(), dev, GEMMD_TILE_ROWS128, 48) ==
-                   GEMMD_EINVAL,
-               "width 48");
-    TEST_CHECK(gemmd_gpu_gemm_prepare_tiles(GEMMD_GPU_KERNEL_WGMMA, host.data(), dev, GEMMD_TILE_KINDS, 0) ==
-                   GEMMD_EINVAL,
-               "kind past the last");
-    // 96 and 192 columns are ROWS128_WIDE's alone, and it has no others.
-    TEST_CHECK(gemmd_gpu_gemm_prepare_tiles(GEMMD_GPU_KERNEL_WGMMA, host.data(), dev, GEMMD_TILE_ROWS128, 96) ==
-                   GEMMD_EINVAL,
-               "width 96 on ROWS128");
-    TEST_CHECK(gemmd_gpu_gemm_prepare_tiles(GEMMD_GPU_KERNEL_WGMMA, host.data(), dev, GEMMD_TILE_ROWS256, 192) ==
-                   GEMMD_EINVAL,
-               "width 192 on ROWS256");
-    TEST_CHECK(gemmd_gpu_gemm_prepare_tiles(GEMMD_GPU_KERNEL_WGMMA, host.data(), dev, GEMMD_TILE_ROWS128_WIDE, 64) ==
-                   GEMMD_EINVAL,
-               "width 64 on ROWS128_WIDE");
-    TEST_CHECK(gemmd_gpu_gemm_prepare_split(GEMMD_GPU_KERNEL_WGMMA, host.data(), dev, GEMMD_GPU_TILE_KIND_AUTO, 96, 2) ==
-                   GEMMD_EINVAL,
-               "K parts at width 96");
-    TEST_CHECK(gemmd_gpu_gemm_prepare_split(GEMMD_GPU_KERNEL_WGMMA, host.data(), dev, GEMMD_GPU_TILE_KIND_AUTO, 0,
-                                            GEMMD_GPU_MAX_K_SPLITS + 1) == GEMMD_EINVAL,
-               "too many K parts");
-    // K parts are the split kind's alone, and only where tiles × parts fit one wave (here:
-    // no tiles at all).
-    TEST_CHECK(gemmd_gpu_gemm_prepare_split(GEMMD_GPU_KERNEL_WGMMA, host.data(), dev, GEMMD_GPU_TILE_KIND_AUTO, 0, 2) ==
-                   GEMMD_EINVAL,
-               "K parts that do not fit");
-    TEST_CHECK(gemmd_gpu_gemm_prepare_split(GEMMD_GPU_KERNEL_WGMMA, host.data(), dev, GEMMD_TILE_ROWS256, 0, 2) ==
-                   GEMMD_ENOTSUP,
-               "K parts of another kind");
+    struct Refusal {
+      const char *what;
+      uint32_t kind, tile_n, k_splits;
+      int rc;
+    };
+    const uint32_t AUTO = GEMMD_GPU_TILE_KIND_AUTO;
+    const Refusal refusals[] = {
+        {"width 48", GEMMD_TILE_ROWS128, 48, 0, GEMMD_EINVAL},
+        {"kind past the last", GEMMD_TILE_KINDS, 0, 0, GEMMD_EINVAL},
+        // 96 and 192 columns are ROWS128_WIDE's alone, and it has no others.
+        {"width 96 on ROWS128", GEMMD_TILE_ROWS128, 96, 0, GEMMD_EINVAL},
+        {"width 192 on ROWS256", GEMMD_TILE_ROWS256, 192, 0, GEMMD_EINVAL},
+        {"width 64 on ROWS128_WIDE", GEMMD_TILE_ROWS128_WIDE, 64, 0, GEMMD_EINVAL},
+        {"K parts at width 96", AUTO, 96, 2, GEMMD_EINVAL},
+        {"too many K parts", AUTO, 0, GEMMD_GPU_MAX_K_SPLITS + 1, GEMMD_EINVAL},
+        // K parts are the split kind's alone, and only where tiles × parts fit one wave
+        // (here: no tiles at all).
+        {"K parts that do not fit", AUTO, 0, 2, GEMMD_EINVAL},
+        {"K parts of another kind", GEMMD_TILE_ROWS256, 0, 2, GEMMD_ENOTSUP},
+    };
+    for (const Refusal &r : refusals) {
+      TEST_CHECK(gemmd_gpu_gemm_prepare_split(GEMMD_GPU_KERNEL_WGMMA, host.data(), dev, r.kind, r.tile_n, r.k_splits) ==
+                     r.rc,
+                 "%s", r.what);
+    }
     TEST_CHECK(gemmd_gpu_gemm_prepare_tiles(GEMMD_GPU_KERNEL_WGMMA, nullptr, dev, GEMMD_GPU_TILE_KIND_AUTO, 0) ==
                    GEMMD_EINVAL,
                "no batch");
