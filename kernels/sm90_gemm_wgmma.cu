@@ -347,11 +347,16 @@ __device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wa
 
 // ---- WGMMA ---------------------------------------------------------------------------------
 
-// Shared-memory matrix descriptor: K-major rows of 128 bytes, 128-byte swizzle, 8-row
-// groups 1024 bytes apart (SBO); the leading offset is unused for swizzled K-major.
-__device__ __forceinline__ uint64_t smem_desc(const void *p) {
-  const uint64_t addr = smem_addr(p);
-  return ((addr & 0x3FFFF) >> 4) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+// Shared-memory matrix descriptors: K-major rows of 128 bytes, 128-byte swizzle, 8-row
+// groups 1024 bytes apart (SBO; the leading offset is unused for swizzled K-major), for the
+// address field `lo` (bits 0-13: the shared-memory address / 16). Shared addresses are
+// below 2^18, so adding (byte offset / 16) to `lo` never carries out of the field: a K
+// block's descriptors are its stage's field plus constants, which ptxas keeps in uniform
+// registers (v17: rebuilt from the stage's pointer in vector registers for every block,
+// they cost 13% at M = 4096; docs/bench/kernels.md).
+__device__ __forceinline__ uint32_t desc_lo(const void *p) { return smem_addr(p) >> 4; }
+__device__ __forceinline__ uint64_t desc_of_lo(uint32_t lo) {
+  return uint64_t(lo) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
 }
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
@@ -362,18 +367,29 @@ __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(kPending) : "memory");
 }
 
-// Issues the 4 WGMMAs of one 128-byte K block as one commit group (descriptors advance 32
-// bytes inside the swizzle atom); d is written when that group has completed.
+// Issues the 4 WGMMAs of one 128-byte K block as one commit group, operands given by their
+// descriptors' address fields (a_lo, b_lo; each WGMMA's 32 bytes of K are 2 further on,
+// inside the swizzle atom); d is written when that group has completed.
 template <uint32_t BN, bool kAE5M2, bool kBE5M2>
-__device__ __forceinline__ void issue_block(float (&d)[BN / 2], const uint8_t *a, const uint8_t *b) {
+__device__ __forceinline__ void issue_block(float (&d)[BN / 2], uint32_t a_lo, uint32_t b_lo) {
   if constexpr (GEMMD_WGMMA_PROBE == 2) return;
   __syncwarp();  // .aligned: the warp arrives together after its barrier wait
   wgmma_fence();
 #pragma unroll
   for (uint32_t kk = 0; kk < BK / 32; kk++) {
-    WgmmaM64K32<BN, kAE5M2, kBE5M2>::run(d, smem_desc(a + kk * 32), smem_desc(b + kk * 32), kk > 0 ? 1u : 0u);
+    WgmmaM64K32<BN, kAE5M2, kBE5M2>::run(d, desc_of_lo(a_lo + kk * 2), desc_of_lo(b_lo + kk * 2), kk > 0 ? 1u : 0u);
   }
   wgmma_commit();
+}
+
+// The address fields of stage `stage`'s operands for issue_block: A from row `a_row` of the
+// stage's tile, and B.
+template <typename K, uint32_t BN>
+__device__ __forceinline__ void stage_operands(uint8_t *ring, uint32_t stage, uint32_t a_row, uint32_t &a_lo,
+                                               uint32_t &b_lo) {
+  const uint32_t lo = desc_lo(ring) + stage * (Ring<K, BN>::kStageBytes / 16);
+  a_lo = lo + a_row * (BK / 16);
+  b_lo = lo + K::kStageA / 16;
 }
 
 // ---- Tiles ---------------------------------------------------------------------------------
@@ -580,8 +596,9 @@ __device__ __forceinline__ void k_block(float (&total)[BN / 2], float (&blk)[BN 
                                         uint32_t jb) {
   using R = Ring<K, BN>;
   mbar_wait(&bars.full[stage], phase);
-  const uint8_t *tile = ring + stage * R::kStageBytes;
-  issue_block<BN, kAE5M2, kBE5M2>(blk, tile + wg * 64 * BK, tile + K::kStageA);
+  uint32_t a_lo, b_lo;
+  stage_operands<K, BN>(ring, stage, wg * 64, a_lo, b_lo);
+  issue_block<BN, kAE5M2, kBE5M2>(blk, a_lo, b_lo);
   const StageScales<K::BM> &sc = R::scales(ring, stage);
   const float sb = b_block ? ld_shared_f32(&sc.b) : 1.0f;
   const float sa0 = ld_shared_f32(&sc.a[r]), sa1 = ld_shared_f32(&sc.a[r + 8]);
@@ -612,12 +629,13 @@ __device__ __forceinline__ void k_block_halves(float (&total)[K::kHalves * BN / 
   using R = Ring<K, BN>;
   static_assert(128 % BN == 0, "256-row tiles have widths that divide 128");
   mbar_wait(&bars.full[stage], phase);
-  const uint8_t *tile = ring + stage * R::kStageBytes;
   const StageScales<K::BM> &sc = R::scales(ring, stage);
   const float sb = b_block ? ld_shared_f32(&sc.b) : 1.0f;
 #pragma unroll
   for (uint32_t h = 0; h < K::kHalves; h++) {
-    issue_block<BN, kAE5M2, kBE5M2>(blk, tile + (wg * K::kWgRows + h * 64) * BK, tile + K::kStageA);
+    uint32_t a_lo, b_lo;
+    stage_operands<K, BN>(ring, stage, wg * K::kWgRows + h * 64, a_lo, b_lo);
+    issue_block<BN, kAE5M2, kBE5M2>(blk, a_lo, b_lo);
     const float s0 = ld_shared_f32(&sc.a[r + h * 64]) * sb, s1 = ld_shared_f32(&sc.a[r + h * 64 + 8]) * sb;
     wgmma_wait<0>();
     if (h + 1 == K::kHalves) release_stage(&bars.empty[stage]);
@@ -944,7 +962,9 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
     return with_kind_width<K>(tile_n, [&](auto bn) { produce<K, decltype(bn)::value>(v, ring, bars); });
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-  const uint32_t wg = threadIdx.x / 128 - 1;
+  // Warp-uniform; through a shuffle ptxas knows it, and keeps what derives from it (the
+  // WGMMA descriptors) in uniform registers.
+  const uint32_t wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0) - 1;
   with_kind_width<K>(tile_n, [&](auto bn) { consume<K, decltype(bn)::value>(v, ring, bars, wg); });
 }
 
@@ -1015,7 +1035,9 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel_joint(const uin
     return with_kind(kind, tile_n, [&](auto k, auto bn) { produce<decltype(k), decltype(bn)::value>(v, ring, bars); });
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-  const uint32_t wg = threadIdx.x / 128 - 1;
+  // Warp-uniform; through a shuffle ptxas knows it, and keeps what derives from it (the
+  // WGMMA descriptors) in uniform registers.
+  const uint32_t wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0) - 1;
   with_kind(kind, tile_n, [&](auto k, auto bn) { consume<decltype(k), decltype(bn)::value>(v, ring, bars, wg); });
 }
 #endif
