@@ -17,7 +17,9 @@
 # over GEMMD_AB_ONLY's); GEMMD_AB_BUILD_TIMEOUT_S
 # (default 240): one build's limit; GEMMD_AB_DEADLINE_S (default 540): a build whose run
 # would likely end past this many seconds from the start is skipped, so the device call
-# ends in time with the tables it has. Every log leaves packed in $OUT/kernel_ab.tar.gz
+# ends in time with the tables it has. GEMMD_AB_AGAIN=1: then every build once more in the
+# other order, candidates first (again-<build>.log, again-summary.txt, again-ratios.txt):
+# run order moves small cases a few percent. Every log leaves packed in $OUT/kernel_ab.tar.gz
 # (the device tool returns at most 8 files).
 # GEMMD_AB_DRY_RUN=1, on the build machine: no tests, no timing; each build's arguments go
 # through its gemm_bench --list, which prints the cases they select (or refuses them), so
@@ -59,25 +61,33 @@ deadline="${GEMMD_AB_DEADLINE_S:-540}"
 builds=(gemm_bench "$@")
 OUT="$out" GEMMD_TEST_TIMEOUT="${GEMMD_TEST_TIMEOUT:-120}" .gpu/gpu_run.sh gpu_gemm 2>&1 | tail -n 40
 pack
-last=0
-for b in "${builds[@]}"; do
-  [ -x ".gpu/bin/$b" ] || { echo "## $b: not in the bundle"; continue; }
-  bench_args "$b"
-  t0=$(date +%s)
-  if [ $((t0 - t_start + last)) -gt "$deadline" ]; then
-    echo "## $b: skipped, $((t0 - t_start)) s gone and the last build took $last s (deadline $deadline s)"
-    continue
-  fi
-  timeout -s KILL "${GEMMD_AB_BUILD_TIMEOUT_S:-240}" ".gpu/bin/$b" "${args[@]}" >"$out/$b.log" 2>&1
-  rc=$?
-  last=$(($(date +%s) - t0))
-  echo "## $b: rc=$rc in $last s"
-  pack
-done
-logs=()
-for b in "${builds[@]}"; do [ -s "$out/$b.log" ] && logs+=("$out/$b.log"); done
-python3 tools/bench/kernel_summary.py "${logs[@]}" | tee "$out/summary.txt"
-python3 - "${logs[@]}" <<'PY' | tee "$out/ratios.txt"
+# run_pass PREFIX BUILD...: each build's table to $out/PREFIX<build>.log, in this order.
+run_pass() {
+  local prefix="$1" b t0 rc
+  shift
+  for b in "$@"; do
+    [ -x ".gpu/bin/$b" ] || { echo "## $b: not in the bundle"; continue; }
+    bench_args "$b"
+    t0=$(date +%s)
+    if [ $((t0 - t_start + last)) -gt "$deadline" ]; then
+      echo "## $prefix$b: skipped, $((t0 - t_start)) s gone and the last build took $last s (deadline $deadline s)"
+      continue
+    fi
+    timeout -s KILL "${GEMMD_AB_BUILD_TIMEOUT_S:-240}" ".gpu/bin/$b" "${args[@]}" >"$out/$prefix$b.log" 2>&1
+    rc=$?
+    last=$(($(date +%s) - t0))
+    echo "## $prefix$b: rc=$rc in $last s"
+    pack
+  done
+}
+# report PREFIX: issue 6's summary of each of the pass's tables (PREFIXsummary.txt) and,
+# per case, each candidate's time over gemm_bench's (PREFIXratios.txt).
+report() {
+  local prefix="$1" b logs=()
+  for b in "${builds[@]}"; do [ -s "$out/$prefix$b.log" ] && logs+=("$out/$prefix$b.log"); done
+  [ ${#logs[@]} -gt 0 ] || return 0
+  python3 tools/bench/kernel_summary.py "${logs[@]}" | tee "$out/${prefix}summary.txt"
+  python3 - "${logs[@]}" <<'PY' | tee "$out/${prefix}ratios.txt"
 import re, sys
 def table(path):
     t = {}
@@ -93,3 +103,15 @@ for case, us in base.items():
     print("%-40s %10.1f" % (case, us) +
           "".join(" %14.1f (%4.2fx)" % (o[case], o[case] / us) if case in o else " %22s" % "-" for o in others))
 PY
+}
+last=0
+run_pass "" "${builds[@]}"
+report ""
+if [ "${GEMMD_AB_AGAIN:-0}" = 1 ]; then
+  # The same builds again, candidates first (last one first) and gemm_bench last: run order
+  # moves the small cases a few percent (docs/bench/kernels.md).
+  reversed=()
+  for ((i = ${#builds[@]} - 1; i >= 0; i--)); do reversed+=("${builds[$i]}"); done
+  run_pass "again-" "${reversed[@]}"
+  report "again-"
+fi
