@@ -353,7 +353,7 @@ __device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wa
 // below 2^18, so adding (byte offset / 16) to `lo` never carries out of the field: a K
 // block's descriptors are its stage's field plus constants, which ptxas keeps in uniform
 // registers (v17: rebuilt from the stage's pointer in vector registers for every block,
-// they cost 13% at M = 4096; docs/bench/kernels.md).
+// they cost 9–13% at M = 4096; docs/bench/kernels.md).
 __device__ __forceinline__ uint32_t desc_lo(const void *p) { return smem_addr(p) >> 4; }
 __device__ __forceinline__ uint64_t desc_of_lo(uint32_t lo) {
   return uint64_t(lo) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
