@@ -77,6 +77,17 @@
 #ifndef GEMMD_WGMMA_JOINT_ROWS256
 #define GEMMD_WGMMA_JOINT_ROWS256 ((GEMMD_WGMMA_KINDS & 15u) == 15u)
 #endif
+// Paired ROWS256 tiles (v19): the joint kernel runs in 2-CTA clusters, the two CTAs on
+// adjacent column tiles of the same 256 rows; each loads half of A's rows and multicasts
+// them into both (a third fewer L2 -> SM bytes per K block at width 128: 2-4% off the long-K
+// M >= 4096 cases; docs/bench/kernels.md, session 12). Probe 1's B-once loads are written for
+// one CTA, so its builds keep ROWS256 unpaired.
+#ifndef GEMMD_WGMMA_MCAST
+#define GEMMD_WGMMA_MCAST (GEMMD_WGMMA_JOINT_ROWS256 && GEMMD_WGMMA_PROBE != 1)
+#endif
+#if GEMMD_WGMMA_MCAST && !GEMMD_WGMMA_JOINT_ROWS256
+#error "paired ROWS256 tiles run in the joint kernel"
+#endif
 // The kind a batch gets when the rule's kind is not built: the first that is.
 #define GEMMD_WGMMA_FALLBACK_KIND                                                 \
   (GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS128)             ? GEMMD_TILE_ROWS128           \
@@ -95,7 +106,9 @@ namespace {
 //   ROWS128_TMA_STORE: the same tile; the staged tile leaves by TMA tensor stores (a
 //     third tensor map per group, for D), which the warpgroup does not wait for;
 //   ROWS256: BM = 256, each consumer warpgroup 128 rows in two 64-row halves that share
-//     one block accumulator (B read once per 256 rows: fewer bytes per FLOP);
+//     one block accumulator (B read once per 256 rows: fewer bytes per FLOP); in 2-CTA
+//     clusters whose CTAs take adjacent column tiles and share A's rows by multicast
+//     (GEMMD_WGMMA_MCAST: the host counts the tiles of a pair's width);
 //   ROWS128_SPLIT: ROWS128 tiles whose K is cut into header.k_splits parts (split-K), each
 //     part a unit of the persistent grid; each part's FP32 sums go to a workspace and the
 //     last part of a tile to arrive adds them all (in part order) and writes the tile;
@@ -121,6 +134,8 @@ struct Kind {
   static constexpr uint32_t kWgRows = BM / kConsumers;  // a consumer warpgroup's rows of the tile
   static constexpr uint32_t kHalves = kWgRows / 64;     // its 64-row WGMMA passes per K block
   static constexpr uint32_t kStageA = BM * BK;
+  // Tiles in 2-CTA cluster pairs sharing A's rows (GEMMD_WGMMA_MCAST: the joint kernel's).
+  static constexpr bool kPair = GEMMD_WGMMA_MCAST && kKind == GEMMD_TILE_ROWS256;
   static_assert(!(kTmaStore && kHalves > 1), "TMA stores are built for 64-row warpgroups");
   static_assert(!(kSplit && (kTmaStore || kHalves > 1)), "split-K is built for ROWS128");
 };
@@ -245,6 +260,48 @@ __device__ __forceinline__ void release_stage(uint64_t *bar) {
   }
 }
 
+#if GEMMD_WGMMA_MCAST
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+
+// Every thread of both CTAs of the cluster meets here (memory ordered across them).
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+// An arrive on the barrier at the same shared-memory offset in the cluster's other CTA.
+__device__ __forceinline__ void mbar_arrive_peer(uint64_t *bar) {
+  asm volatile(
+      "{\n"
+      ".reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
+      "}\n" ::"r"(smem_addr(bar)),
+      "r"(cluster_rank() ^ 1u)
+      : "memory");
+}
+#endif
+
+// release_stage for tiles of kind K: paired tiles' stages hold the other CTA's multicast
+// too, so it waits for the consumers of both CTAs.
+template <typename K>
+__device__ __forceinline__ void release_stage_of(uint64_t *bar) {
+#if GEMMD_WGMMA_MCAST
+  if constexpr (K::kPair) {
+    __syncwarp();
+    if (threadIdx.x % 32 == 0) {
+      mbar_arrive(bar);
+      mbar_arrive_peer(bar);
+    }
+    return;
+  }
+#endif
+  release_stage(bar);
+}
+
 __device__ __forceinline__ uint64_t global_ns() {
   uint64_t t;
   asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
@@ -312,6 +369,19 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const void *tmap, uint64_
       "l"(tmap), "r"(x), "r"(y), "r"(smem_addr(bar))
       : "memory");
 }
+
+#if GEMMD_WGMMA_MCAST
+// As tma_load_2d, into the same offset of both CTAs' shared memory, completion counted on
+// the barrier at `bar`'s offset in each.
+__device__ __forceinline__ void tma_load_2d_multicast(void *dst, const void *tmap, uint64_t *bar, uint32_t x,
+                                                      uint32_t y) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, "
+      "%3}], [%4], %5;" ::"r"(smem_addr(dst)),
+      "l"(tmap), "r"(x), "r"(y), "r"(smem_addr(bar)), "h"((uint16_t)3)
+      : "memory");
+}
+#endif
 
 // 4 bytes from global to shared memory, asynchronously (cp.async).
 __device__ __forceinline__ void cp_async_4(void *dst, const void *src) {
@@ -433,6 +503,7 @@ __device__ __forceinline__ TileRef locate(const gemmd_group_params_t *table, con
   return {lo, (local % m_tiles) * K::BM, (local / m_tiles) * BN, t, part};
 }
 
+
 // The K blocks [kb0, kb1) of a unit whose tile has `kblocks`: all, or its part's even share.
 struct KRange {
   uint32_t kb0, kb1;
@@ -461,12 +532,37 @@ struct BatchView {
   float *ws;              // split-K's workspace (ROWS128_SPLIT)
 };
 
+// The units of this CTA: from first_unit, every unit_step. Paired tiles (K::kPair): a unit
+// is a pair of adjacent column tiles of the same rows (the host counts the tiles of a width
+// 2·BN), the cluster's; its CTA of rank r takes the pair's column tile r, or, where the
+// group has no such tile, the pair's first again (both write the same values).
+template <typename K>
+__device__ __forceinline__ uint32_t first_unit() {
+  return K::kPair ? blockIdx.x / 2 : blockIdx.x;
+}
+template <typename K>
+__device__ __forceinline__ uint32_t unit_step() {
+  return K::kPair ? gridDim.x / 2 : gridDim.x;
+}
+template <typename K, uint32_t BN>
+__device__ __forceinline__ TileRef locate_unit(const BatchView &v, uint32_t t) {
+#if GEMMD_WGMMA_MCAST
+  if constexpr (K::kPair) {
+    TileRef tr = locate<K, 2 * BN>(v.table, v.starts, v.n_groups, v.group_tiles, t);
+    const uint32_t n0 = tr.n0 + cluster_rank() * BN;
+    if (n0 < v.table[tr.group].n) tr.n0 = n0;
+    return tr;
+  }
+#endif
+  return locate<K, BN>(v.table, v.starts, v.n_groups, v.group_tiles, t, v.parts, v.tiles);
+}
+
 template <typename K, uint32_t BN>
 __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barriers &bars) {
   using R = Ring<K, BN>;
   uint32_t stage = 0, phase = 0, last_group = 0xFFFFFFFFu, loads = 0;
-  for (uint32_t t = blockIdx.x; t < v.total_tiles; t += gridDim.x) {
-    const TileRef tr = locate<K, BN>(v.table, v.starts, v.n_groups, v.group_tiles, t, v.parts, v.tiles);
+  for (uint32_t t = first_unit<K>(); t < v.total_tiles; t += unit_step<K>()) {
+    const TileRef tr = locate_unit<K, BN>(v, t);
     const uint8_t *tm_a = v.tmaps + (size_t)tr.group * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES;
     const uint8_t *tm_b = tm_a + GEMMD_GPU_TMAP_BYTES;
     if (tr.group != last_group) {
@@ -487,7 +583,24 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
         tma_load_2d(dst, tm_a, &bars.full[stage], kb * BK, tr.m0);
       } else {
         mbar_arrive_expect_tx(&bars.full[stage], bytes);
+#if GEMMD_WGMMA_MCAST
+        if constexpr (K::kPair) {
+          // Both halves of A land here, the other CTA's multicast half included (its bytes
+          // may be counted before this arms the barrier: the phase still waits for this
+          // thread's arrival). A group of fewer rows than the tile: rank 0 brings them all.
+          const uint32_t rank = cluster_rank();
+          if (g.m >= K::BM) {
+            tma_load_2d_multicast(dst + rank * (K::BM / 2) * BK, tm_a, &bars.full[stage], kb * BK,
+                                  tr.m0 + rank * (K::BM / 2));
+          } else if (rank == 0) {
+            tma_load_2d_multicast(dst, tm_a, &bars.full[stage], kb * BK, tr.m0);
+          }
+        } else {
+          tma_load_2d(dst, tm_a, &bars.full[stage], kb * BK, tr.m0);
+        }
+#else
         tma_load_2d(dst, tm_a, &bars.full[stage], kb * BK, tr.m0);
+#endif
         tma_load_2d(dst + K::kStageA, tm_b, &bars.full[stage], kb * BK, tr.n0);
       }
       loads++;
@@ -509,8 +622,8 @@ __device__ __forceinline__ void load_scales(const BatchView &v, uint8_t *ring, B
   using R = Ring<K, BN>;
   const uint32_t lane = threadIdx.x % 32;
   uint32_t stage = 0, phase = 0, loads = 0;
-  for (uint32_t t = blockIdx.x; t < v.total_tiles; t += gridDim.x) {
-    const TileRef tr = locate<K, BN>(v.table, v.starts, v.n_groups, v.group_tiles, t, v.parts, v.tiles);
+  for (uint32_t t = first_unit<K>(); t < v.total_tiles; t += unit_step<K>()) {
+    const TileRef tr = locate_unit<K, BN>(v, t);
     const gemmd_group_params_t &g = v.table[tr.group];
     const uint32_t kblocks = gemmd_ceil_div(g.k, BK);
     const KRange kr = k_range<K>(tr, kblocks, v.parts);
@@ -606,11 +719,11 @@ __device__ __forceinline__ void k_block(float (&total)[BN / 2], float (&blk)[BN 
   if constexpr (128 % BN != 0) {
     const float sbn = b_block ? ld_shared_f32(&sc.b_next) : 1.0f;
     wgmma_wait<0>();
-    release_stage(&bars.empty[stage]);
+    release_stage_of<K>(&bars.empty[stage]);
     promote_cross(total, blk, s0, s1, sa0 * sbn, sa1 * sbn, jb);
   } else {
     wgmma_wait<0>();
-    release_stage(&bars.empty[stage]);
+    release_stage_of<K>(&bars.empty[stage]);
     promote(total, blk, s0, s1);
   }
   if (++stage == R::kStages) {
@@ -638,7 +751,7 @@ __device__ __forceinline__ void k_block_halves(float (&total)[K::kHalves * BN / 
     issue_block<BN, kAE5M2, kBE5M2>(blk, a_lo, b_lo);
     const float s0 = ld_shared_f32(&sc.a[r + h * 64]) * sb, s1 = ld_shared_f32(&sc.a[r + h * 64 + 8]) * sb;
     wgmma_wait<0>();
-    if (h + 1 == K::kHalves) release_stage(&bars.empty[stage]);
+    if (h + 1 == K::kHalves) release_stage_of<K>(&bars.empty[stage]);
     promote(*reinterpret_cast<float(*)[BN / 2]>(&total[h * (BN / 2)]), blk, s0, s1);
   }
   if (++stage == R::kStages) {
@@ -711,7 +824,7 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
     // K part of the tile does the same, so split-K has nothing to add either).
     for (uint32_t kb = kr.kb0; kb < kr.kb1; kb++) {
       mbar_wait(&bars.full[stage], phase);
-      release_stage(&bars.empty[stage]);
+      release_stage_of<K>(&bars.empty[stage]);
       if (++stage == R::kStages) {
         stage = 0;
         phase ^= 1;
@@ -833,12 +946,33 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
         }
         warpgroup_sync(wg);
         constexpr uint32_t kChunks = BN / 8;  // 16-byte pieces per row
+        if constexpr (BN <= 128) {
+          // All of the thread's pieces (at most 8) read first, then stored inside the group:
+          // the reads' latencies overlap instead of each store waiting for its own read
+          // behind a branch (v18; at width 192 this spilled, so that keeps a read per store).
+          constexpr uint32_t kPieces = (64 * kChunks + 127) / 128;
+          uint4 piece[kPieces];
+#pragma unroll
+          for (uint32_t u = 0; u < kPieces; u++) {
+            const uint32_t i = tid + u * 128, r = i / kChunks, ch = i % kChunks;
+            if (i < 64 * kChunks) piece[u] = ld_shared_v4(stage_out + r * R::kOutPitch + ch * 16);
+          }
+#pragma unroll
+          for (uint32_t u = 0; u < kPieces; u++) {
+            const uint32_t i = tid + u * 128, r = i / kChunks, ch = i % kChunks, row = row_base + r,
+                           col = tr.n0 + ch * 8;
+            if (i < 64 * kChunks && row < m && col < n) {
+              *reinterpret_cast<uint4 *>(D + ((size_t)row * n + col) * 2) = piece[u];
+            }
+          }
+        } else {
 #pragma unroll 4
-        for (uint32_t i = tid; i < 64 * kChunks; i += 128) {
-          const uint32_t r = i / kChunks, ch = i % kChunks, row = row_base + r, col = tr.n0 + ch * 8;
-          if (row < m && col < n) {
-            const uint4 piece = ld_shared_v4(stage_out + r * R::kOutPitch + ch * 16);
-            *reinterpret_cast<uint4 *>(D + ((size_t)row * n + col) * 2) = piece;
+          for (uint32_t i = tid; i < 64 * kChunks; i += 128) {
+            const uint32_t r = i / kChunks, ch = i % kChunks, row = row_base + r, col = tr.n0 + ch * 8;
+            if (row < m && col < n) {
+              const uint4 piece = ld_shared_v4(stage_out + r * R::kOutPitch + ch * 16);
+              *reinterpret_cast<uint4 *>(D + ((size_t)row * n + col) * 2) = piece;
+            }
           }
         }
       }
@@ -873,9 +1007,9 @@ template <typename K, uint32_t BN>
 __device__ __forceinline__ void consume(const BatchView &v, uint8_t *ring, Barriers &bars, uint32_t wg) {
   uint32_t stage = 0, phase = 0;
 
-  for (uint32_t t = blockIdx.x; t < v.total_tiles; t += gridDim.x) {
-    const TileRef tr = locate<K, BN>(v.table, v.starts, v.n_groups, v.group_tiles, t, v.parts, v.tiles);
-    const bool last = t + gridDim.x >= v.total_tiles;  // the CTA's last tile
+  for (uint32_t t = first_unit<K>(); t < v.total_tiles; t += unit_step<K>()) {
+    const TileRef tr = locate_unit<K, BN>(v, t);
+    const bool last = t + unit_step<K>() >= v.total_tiles;  // the CTA's last tile
     // By reference: the fields are read from the table (L1) where used, not held in
     // registers through the K loop.
     const gemmd_group_params_t &g = v.table[tr.group];
@@ -1019,10 +1153,31 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel_joint(const uin
   if (threadIdx.x == 0) {
     for (uint32_t s = 0; s < kMaxStages; s++) {
       mbar_init(&bars.full[s], 1 + 32);
-      mbar_init(&bars.empty[s], 4 * kConsumers);
+      mbar_init(&bars.empty[s], 4 * kConsumers * (GEMMD_WGMMA_MCAST ? 2 : 1));  // paired: both CTAs' warps
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
+#if GEMMD_WGMMA_MCAST
+  cluster_sync();  // both CTAs' barriers exist before either's loads or arrivals reach the other
+  if (threadIdx.x < 128) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (threadIdx.x / 32 == 1) {
+      with_kind(kind, tile_n,
+                [&](auto k, auto bn) { load_scales<decltype(k), decltype(bn)::value>(v, ring, bars); });
+    } else if (threadIdx.x == 0) {
+      with_kind(kind, tile_n, [&](auto k, auto bn) { produce<decltype(k), decltype(bn)::value>(v, ring, bars); });
+    }
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    const uint32_t wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0) - 1;
+    with_kind(kind, tile_n, [&](auto k, auto bn) { consume<decltype(k), decltype(bn)::value>(v, ring, bars, wg); });
+  }
+  // Neither CTA leaves while the other may still multicast into it or arrive on its
+  // barriers.
+  __syncwarp();
+  cluster_sync();
+  return;
+#endif
   __syncthreads();
 
   if (threadIdx.x < 128) {
@@ -1362,6 +1517,10 @@ extern "C" int gemmd_gpu_gemm_prepare_split(gemmd_gpu_kernel_t kernel, void *hos
   }
   std::call_once(g_encode_once, load_encode);
   if (g_encode == nullptr) return GEMMD_EDEVICE;
+  // Paired ROWS256 tiles (GEMMD_WGMMA_MCAST): units of two column tiles; each CTA of the
+  // pair loads half of A's rows (all of them from rank 0 for a group of fewer rows).
+  const bool pair = GEMMD_WGMMA_MCAST && kind == GEMMD_TILE_ROWS256;
+  const uint32_t unit_n = pair ? 2 * tile_n : tile_n;
   uint64_t tiles = 0;
   for (uint32_t g = 0; g < hdr->n_groups; g++) {
     const gemmd_group_params_t &p = table[g];
@@ -1371,7 +1530,7 @@ extern "C" int gemmd_gpu_gemm_prepare_split(gemmd_gpu_kernel_t kernel, void *hos
     starts[g] = static_cast<uint32_t>(tiles);
     if (!runs_here(p)) continue;
     uint8_t *tm = tmaps + (size_t)g * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES;
-    const uint32_t a_box = a_box_rows(p.m, bm), b_box = tile_n;
+    const uint32_t a_box = pair && p.m >= bm ? bm / 2 : a_box_rows(p.m, bm), b_box = tile_n;
     if (!encode(tm, dev_batch + hdr->a_arena + p.a_offset, p.k, p.lda, p.m, a_box) ||
         !encode(tm + GEMMD_GPU_TMAP_BYTES, p.b_data, p.k, p.ldb, p.n, b_box)) {
       return GEMMD_EINVAL;
@@ -1384,7 +1543,7 @@ extern "C" int gemmd_gpu_gemm_prepare_split(gemmd_gpu_kernel_t kernel, void *hos
         !encode_d(tm + 2 * GEMMD_GPU_TMAP_BYTES, d_addr, p.n, p.m, tile_n)) {
       return GEMMD_EINVAL;
     }
-    tiles += (uint64_t)((p.m + bm - 1) / bm) * ((p.n + tile_n - 1) / tile_n);
+    tiles += (uint64_t)((p.m + bm - 1) / bm) * ((p.n + unit_n - 1) / unit_n);
     if (tiles > 0xFFFFFFFFull) return GEMMD_EINVAL;
   }
   starts[hdr->n_groups] = static_cast<uint32_t>(tiles);
@@ -1414,6 +1573,42 @@ int launch(const uint8_t *batch, float *ws, cudaStream_t stream) {
   kKernel<<<sm_count(), kThreads, kSmemBytes, stream>>>(batch, ws);
   return cudaGetLastError() == cudaSuccess ? GEMMD_OK : GEMMD_EDEVICE;
 }
+
+#if GEMMD_WGMMA_MCAST
+// Launches the joint kernel in 2-CTA clusters, as many as fit at once (a GPC with an odd
+// number of free SMs leaves one idle; a larger persistent grid would run a second wave).
+int launch_joint_pairs(const uint8_t *batch, float *ws, cudaStream_t stream) {
+  static int grid = 0;
+  static std::once_flag once;
+  cudaLaunchAttribute attr = {};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = 2;
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = kSmemBytes;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  std::call_once(once, [&] {
+    if (cudaFuncSetAttribute(wgmma_gemm_kernel_joint, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kSmemBytes) !=
+        cudaSuccess) {
+      return;
+    }
+    cudaLaunchConfig_t probe = cfg;
+    probe.gridDim = dim3(2 * (unsigned)sm_count());
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, wgmma_gemm_kernel_joint, &probe) == cudaSuccess && clusters > 0) {
+      grid = std::min(2 * clusters, sm_count() / 2 * 2);
+    }
+  });
+  if (grid == 0) return GEMMD_EDEVICE;
+  cfg.gridDim = dim3((unsigned)grid);
+  cfg.stream = stream;
+  if (cudaLaunchKernelEx(&cfg, wgmma_gemm_kernel_joint, batch, ws) != cudaSuccess) return GEMMD_EDEVICE;
+  return cudaGetLastError() == cudaSuccess ? GEMMD_OK : GEMMD_EDEVICE;
+}
+#endif
 
 // Launches kind K's kernel (named only where the kind is built: a template, so a build
 // without the kind never instantiates its kernel).
@@ -1460,7 +1655,9 @@ int gemmd_gpu_gemm_wgmma(const void *batch, uint32_t kinds, void *workspace, cud
   }
   if constexpr (GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS256)) {
     if (rc == GEMMD_OK && (kinds & (1u << GEMMD_TILE_ROWS256))) {
-#if GEMMD_WGMMA_JOINT_ROWS256
+#if GEMMD_WGMMA_MCAST
+      rc = launch_joint_pairs(b, ws, stream);
+#elif GEMMD_WGMMA_JOINT_ROWS256
       rc = launch<wgmma_gemm_kernel_joint>(b, ws, stream);
 #else
       rc = launch_kind<KindRows256>(b, ws, stream);
