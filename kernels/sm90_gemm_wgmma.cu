@@ -80,10 +80,13 @@
 // Paired ROWS256 tiles (v19): the joint kernel runs in 2-CTA clusters, the two CTAs on
 // adjacent column tiles of the same 256 rows; each loads half of A's rows and multicasts
 // them into both (a third fewer L2 -> SM bytes per K block at width 128: 2-4% off the long-K
-// M >= 4096 cases; docs/bench/kernels.md, session 12). Probe 1's B-once loads are written for
-// one CTA, so its builds keep ROWS256 unpaired.
+// M >= 4096 cases; docs/bench/kernels.md, session 12). -DGEMMD_WGMMA_MCAST=0: unpaired.
 #ifndef GEMMD_WGMMA_MCAST
-#define GEMMD_WGMMA_MCAST (GEMMD_WGMMA_JOINT_ROWS256 && GEMMD_WGMMA_PROBE != 1)
+#if GEMMD_WGMMA_JOINT_ROWS256
+#define GEMMD_WGMMA_MCAST 1
+#else
+#define GEMMD_WGMMA_MCAST 0
+#endif
 #endif
 #if GEMMD_WGMMA_MCAST && !GEMMD_WGMMA_JOINT_ROWS256
 #error "paired ROWS256 tiles run in the joint kernel"
@@ -503,7 +506,6 @@ __device__ __forceinline__ TileRef locate(const gemmd_group_params_t *table, con
   return {lo, (local % m_tiles) * K::BM, (local / m_tiles) * BN, t, part};
 }
 
-
 // The K blocks [kb0, kb1) of a unit whose tile has `kblocks`: all, or its part's even share.
 struct KRange {
   uint32_t kb0, kb1;
@@ -557,6 +559,29 @@ __device__ __forceinline__ TileRef locate_unit(const BatchView &v, uint32_t t) {
   return locate<K, BN>(v.table, v.starts, v.n_groups, v.group_tiles, t, v.parts, v.tiles);
 }
 
+// A's rows m0.. of K block x into a stage at `dst`, completion counted on `bar`. Paired tiles
+// (K::kPair): this CTA's half of the rows, multicast into both CTAs, so both halves land in
+// each (the other CTA's bytes may be counted before this CTA arms the barrier: the phase
+// still waits for its TMA thread's arrival); a group of fewer rows than the tile: rank 0
+// brings them all.
+template <typename K>
+__device__ __forceinline__ void load_a(uint8_t *dst, const uint8_t *tm_a, uint64_t *bar, uint32_t x, uint32_t m0,
+                                       uint32_t m) {
+#if GEMMD_WGMMA_MCAST
+  if constexpr (K::kPair) {
+    const uint32_t rank = cluster_rank();
+    if (m >= K::BM) {
+      tma_load_2d_multicast(dst + rank * (K::BM / 2) * BK, tm_a, bar, x, m0 + rank * (K::BM / 2));
+    } else if (rank == 0) {
+      tma_load_2d_multicast(dst, tm_a, bar, x, m0);
+    }
+    return;
+  }
+#endif
+  (void)m;
+  tma_load_2d(dst, tm_a, bar, x, m0);
+}
+
 template <typename K, uint32_t BN>
 __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barriers &bars) {
   using R = Ring<K, BN>;
@@ -580,14 +605,13 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
         mbar_arrive(&bars.full[stage]);
       } else if (GEMMD_WGMMA_PROBE == 1 && kb > 0) {
         mbar_arrive_expect_tx(&bars.full[stage], a_box_rows(g.m, K::BM) * BK);
-        tma_load_2d(dst, tm_a, &bars.full[stage], kb * BK, tr.m0);
+        load_a<K>(dst, tm_a, &bars.full[stage], kb * BK, tr.m0, g.m);
       } else {
         mbar_arrive_expect_tx(&bars.full[stage], bytes);
 #if GEMMD_WGMMA_MCAST
+        // Written out as load_a is (a call to it moved registers in the joint kernel's
+        // epilogue: v19 is measured as this).
         if constexpr (K::kPair) {
-          // Both halves of A land here, the other CTA's multicast half included (its bytes
-          // may be counted before this arms the barrier: the phase still waits for this
-          // thread's arrival). A group of fewer rows than the tile: rank 0 brings them all.
           const uint32_t rank = cluster_rank();
           if (g.m >= K::BM) {
             tma_load_2d_multicast(dst + rank * (K::BM / 2) * BK, tm_a, &bars.full[stage], kb * BK,
