@@ -441,6 +441,19 @@ int main() {
                            GEMMD_DTYPE_FP8_E4M3, GEMMD_SCALE_BLOCK_128X128, GEMMD_DTYPE_BF16));
   groups += 2;
   bad += run_batch(&rng, big, "large", false);
+  // 256-row tiles run in pairs of column tiles (2-CTA clusters sharing A's rows): groups of
+  // 256 rows or more (each CTA loads half of A; ragged last tiles) beside groups of fewer
+  // (one CTA loads all of A), with odd column-tile counts (the last pair's second tile
+  // repeats its first: 300 x 520 is odd at every width) and even ones, in one batch.
+  std::vector<Group> paired;
+  const uint32_t paired_shapes[][3] = {
+      {300, 520, 640}, {100, 700, 500}, {1000, 200, 300}, {257, 72, 1024}, {40, 136, 256}};
+  for (const auto &sh : paired_shapes) {
+    paired.push_back(make_group(&rng, sh[0], sh[1], sh[2], GEMMD_DTYPE_FP8_E4M3, GEMMD_SCALE_BLOCK_1X128,
+                                GEMMD_DTYPE_FP8_E4M3, GEMMD_SCALE_BLOCK_128X128, GEMMD_DTYPE_BF16));
+  }
+  groups += static_cast<int>(paired.size());
+  bad += run_batch(&rng, paired, "paired 256-row tiles", false);
   std::printf("gpu_gemm_test: %d groups checked with each kernel (simple; wgmma with its own and each forced "
               "tile kind and width), %d failures\n",
               groups, bad);
