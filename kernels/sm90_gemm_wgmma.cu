@@ -72,24 +72,17 @@
 #endif
 #define GEMMD_WGMMA_BUILT(kind) ((GEMMD_WGMMA_KINDS >> (kind)) & 1u)
 // ROWS256 batches run in wgmma_gemm_kernel_joint (every unsplit kind's code in one kernel,
-// faster for ROWS256: see there) in builds with every kind; probe builds run ROWS256 in a
-// kernel of its own.
+// faster for ROWS256: see there) in builds with every kind, as paired tiles (v19): in 2-CTA
+// clusters, the two CTAs on adjacent column tiles of the same 256 rows, each loading half
+// of A's rows multicast into both (a third fewer L2 -> SM bytes per K block at width 128:
+// 2-4% off the long-K M >= 4096 cases; docs/bench/kernels.md, session 12). Probe builds of
+// fewer kinds run ROWS256 unpaired in a kernel of its own.
 #ifndef GEMMD_WGMMA_JOINT_ROWS256
-#define GEMMD_WGMMA_JOINT_ROWS256 ((GEMMD_WGMMA_KINDS & 15u) == 15u)
-#endif
-// Paired ROWS256 tiles (v19): the joint kernel runs in 2-CTA clusters, the two CTAs on
-// adjacent column tiles of the same 256 rows; each loads half of A's rows and multicasts
-// them into both (a third fewer L2 -> SM bytes per K block at width 128: 2-4% off the long-K
-// M >= 4096 cases; docs/bench/kernels.md, session 12). -DGEMMD_WGMMA_MCAST=0: unpaired.
-#ifndef GEMMD_WGMMA_MCAST
-#if GEMMD_WGMMA_JOINT_ROWS256
-#define GEMMD_WGMMA_MCAST 1
+#if (GEMMD_WGMMA_KINDS & 15u) == 15u
+#define GEMMD_WGMMA_JOINT_ROWS256 1
 #else
-#define GEMMD_WGMMA_MCAST 0
+#define GEMMD_WGMMA_JOINT_ROWS256 0
 #endif
-#endif
-#if GEMMD_WGMMA_MCAST && !GEMMD_WGMMA_JOINT_ROWS256
-#error "paired ROWS256 tiles run in the joint kernel"
 #endif
 // The kind a batch gets when the rule's kind is not built: the first that is.
 #define GEMMD_WGMMA_FALLBACK_KIND                                                 \
@@ -111,7 +104,7 @@ namespace {
 //   ROWS256: BM = 256, each consumer warpgroup 128 rows in two 64-row halves that share
 //     one block accumulator (B read once per 256 rows: fewer bytes per FLOP); in 2-CTA
 //     clusters whose CTAs take adjacent column tiles and share A's rows by multicast
-//     (GEMMD_WGMMA_MCAST: the host counts the tiles of a pair's width);
+//     (GEMMD_WGMMA_JOINT_ROWS256: the host counts the tiles of a pair's width);
 //   ROWS128_SPLIT: ROWS128 tiles whose K is cut into header.k_splits parts (split-K), each
 //     part a unit of the persistent grid; each part's FP32 sums go to a workspace and the
 //     last part of a tile to arrive adds them all (in part order) and writes the tile;
@@ -137,8 +130,8 @@ struct Kind {
   static constexpr uint32_t kWgRows = BM / kConsumers;  // a consumer warpgroup's rows of the tile
   static constexpr uint32_t kHalves = kWgRows / 64;     // its 64-row WGMMA passes per K block
   static constexpr uint32_t kStageA = BM * BK;
-  // Tiles in 2-CTA cluster pairs sharing A's rows (GEMMD_WGMMA_MCAST: the joint kernel's).
-  static constexpr bool kPair = GEMMD_WGMMA_MCAST && kKind == GEMMD_TILE_ROWS256;
+  // Tiles in 2-CTA cluster pairs sharing A's rows (the joint kernel's ROWS256).
+  static constexpr bool kPair = GEMMD_WGMMA_JOINT_ROWS256 && kKind == GEMMD_TILE_ROWS256;
   static_assert(!(kTmaStore && kHalves > 1), "TMA stores are built for 64-row warpgroups");
   static_assert(!(kSplit && (kTmaStore || kHalves > 1)), "split-K is built for ROWS128");
 };
@@ -263,20 +256,21 @@ __device__ __forceinline__ void release_stage(uint64_t *bar) {
   }
 }
 
-#if GEMMD_WGMMA_MCAST
-__device__ __forceinline__ uint32_t cluster_rank() {
+[[maybe_unused]] __device__ __forceinline__ uint32_t cluster_rank() {
   uint32_t r;
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
   return r;
 }
 
 // Every thread of both CTAs of the cluster meets here (memory ordered across them).
-__device__ __forceinline__ void cluster_sync() {
+[[maybe_unused]] __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 
-// An arrive on the barrier at the same shared-memory offset in the cluster's other CTA.
-__device__ __forceinline__ void mbar_arrive_peer(uint64_t *bar) {
+// An arrive on the barrier at the same shared-memory offset in the cluster's other CTA
+// (release at CTA scope: with .release.cluster ptxas put MEMBAR.ALL.GPU before each one,
+// 1.3-1.4x the time; the WGMMAs have finished reading the stage when the consumers arrive).
+[[maybe_unused]] __device__ __forceinline__ void mbar_arrive_peer(uint64_t *bar) {
   asm volatile(
       "{\n"
       ".reg .b32 remote;\n"
@@ -286,23 +280,20 @@ __device__ __forceinline__ void mbar_arrive_peer(uint64_t *bar) {
       "r"(cluster_rank() ^ 1u)
       : "memory");
 }
-#endif
 
 // release_stage for tiles of kind K: paired tiles' stages hold the other CTA's multicast
 // too, so it waits for the consumers of both CTAs.
 template <typename K>
 __device__ __forceinline__ void release_stage_of(uint64_t *bar) {
-#if GEMMD_WGMMA_MCAST
   if constexpr (K::kPair) {
     __syncwarp();
     if (threadIdx.x % 32 == 0) {
       mbar_arrive(bar);
       mbar_arrive_peer(bar);
     }
-    return;
+  } else {
+    release_stage(bar);
   }
-#endif
-  release_stage(bar);
 }
 
 __device__ __forceinline__ uint64_t global_ns() {
@@ -373,10 +364,9 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const void *tmap, uint64_
       : "memory");
 }
 
-#if GEMMD_WGMMA_MCAST
 // As tma_load_2d, into the same offset of both CTAs' shared memory, completion counted on
 // the barrier at `bar`'s offset in each.
-__device__ __forceinline__ void tma_load_2d_multicast(void *dst, const void *tmap, uint64_t *bar, uint32_t x,
+[[maybe_unused]] __device__ __forceinline__ void tma_load_2d_multicast(void *dst, const void *tmap, uint64_t *bar, uint32_t x,
                                                       uint32_t y) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, "
@@ -384,7 +374,6 @@ __device__ __forceinline__ void tma_load_2d_multicast(void *dst, const void *tma
       "l"(tmap), "r"(x), "r"(y), "r"(smem_addr(bar)), "h"((uint16_t)3)
       : "memory");
 }
-#endif
 
 // 4 bytes from global to shared memory, asynchronously (cp.async).
 __device__ __forceinline__ void cp_async_4(void *dst, const void *src) {
@@ -548,38 +537,14 @@ __device__ __forceinline__ uint32_t unit_step() {
 }
 template <typename K, uint32_t BN>
 __device__ __forceinline__ TileRef locate_unit(const BatchView &v, uint32_t t) {
-#if GEMMD_WGMMA_MCAST
   if constexpr (K::kPair) {
     TileRef tr = locate<K, 2 * BN>(v.table, v.starts, v.n_groups, v.group_tiles, t);
     const uint32_t n0 = tr.n0 + cluster_rank() * BN;
     if (n0 < v.table[tr.group].n) tr.n0 = n0;
     return tr;
+  } else {
+    return locate<K, BN>(v.table, v.starts, v.n_groups, v.group_tiles, t, v.parts, v.tiles);
   }
-#endif
-  return locate<K, BN>(v.table, v.starts, v.n_groups, v.group_tiles, t, v.parts, v.tiles);
-}
-
-// A's rows m0.. of K block x into a stage at `dst`, completion counted on `bar`. Paired tiles
-// (K::kPair): this CTA's half of the rows, multicast into both CTAs, so both halves land in
-// each (the other CTA's bytes may be counted before this CTA arms the barrier: the phase
-// still waits for its TMA thread's arrival); a group of fewer rows than the tile: rank 0
-// brings them all.
-template <typename K>
-__device__ __forceinline__ void load_a(uint8_t *dst, const uint8_t *tm_a, uint64_t *bar, uint32_t x, uint32_t m0,
-                                       uint32_t m) {
-#if GEMMD_WGMMA_MCAST
-  if constexpr (K::kPair) {
-    const uint32_t rank = cluster_rank();
-    if (m >= K::BM) {
-      tma_load_2d_multicast(dst + rank * (K::BM / 2) * BK, tm_a, bar, x, m0 + rank * (K::BM / 2));
-    } else if (rank == 0) {
-      tma_load_2d_multicast(dst, tm_a, bar, x, m0);
-    }
-    return;
-  }
-#endif
-  (void)m;
-  tma_load_2d(dst, tm_a, bar, x, m0);
 }
 
 template <typename K, uint32_t BN>
@@ -603,15 +568,14 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
       uint8_t *dst = ring + stage * R::kStageBytes;
       if ((GEMMD_WGMMA_PROBE == 3 || GEMMD_WGMMA_PROBE == 4 || GEMMD_WGMMA_PROBE == 6) && loads >= R::kStages) {
         mbar_arrive(&bars.full[stage]);
-      } else if (GEMMD_WGMMA_PROBE == 1 && kb > 0) {
-        mbar_arrive_expect_tx(&bars.full[stage], a_box_rows(g.m, K::BM) * BK);
-        load_a<K>(dst, tm_a, &bars.full[stage], kb * BK, tr.m0, g.m);
       } else {
-        mbar_arrive_expect_tx(&bars.full[stage], bytes);
-#if GEMMD_WGMMA_MCAST
-        // Written out as load_a is (a call to it moved registers in the joint kernel's
-        // epilogue: v19 is measured as this).
+        const bool load_b = !(GEMMD_WGMMA_PROBE == 1 && kb > 0);  // probe 1: B only at first
+        mbar_arrive_expect_tx(&bars.full[stage], load_b ? bytes : a_box_rows(g.m, K::BM) * BK);
         if constexpr (K::kPair) {
+          // This CTA's half of A's rows, multicast: both halves land in each CTA (the other
+          // CTA's bytes may be counted before this arms the barrier: the phase still waits
+          // for this thread's arrival). A group of fewer rows than the tile: rank 0 brings
+          // them all.
           const uint32_t rank = cluster_rank();
           if (g.m >= K::BM) {
             tma_load_2d_multicast(dst + rank * (K::BM / 2) * BK, tm_a, &bars.full[stage], kb * BK,
@@ -622,10 +586,7 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
         } else {
           tma_load_2d(dst, tm_a, &bars.full[stage], kb * BK, tr.m0);
         }
-#else
-        tma_load_2d(dst, tm_a, &bars.full[stage], kb * BK, tr.m0);
-#endif
-        tma_load_2d(dst + K::kStageA, tm_b, &bars.full[stage], kb * BK, tr.n0);
+        if (load_b) tma_load_2d(dst + K::kStageA, tm_b, &bars.full[stage], kb * BK, tr.n0);
       }
       loads++;
       if (++stage == R::kStages) {
@@ -1147,6 +1108,10 @@ __device__ __forceinline__ void with_kind(uint32_t kind, uint32_t tile_n, F &&f)
 // kernel of its own (docs/bench/kernels.md, session 8 call 5). A batch of another kind
 // returns at once (checked on a copy the compiler cannot see through, so it keeps the other
 // kinds' code).
+// It runs in 2-CTA clusters (launch_joint_pairs), its ROWS256 tiles paired (K::kPair): both
+// CTAs' barriers exist before either CTA's loads or arrivals reach the other, and neither
+// leaves before the other is done, so the producer warpgroup's idle threads wait at the
+// closing cluster barrier instead of exiting.
 // Its body is wgmma_gemm_kernel's with that dispatch, written out: sharing the two through
 // helpers moved registers and instructions in both kernels' SASS (tried in session 8), and
 // these are the measured ones.
@@ -1177,11 +1142,10 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel_joint(const uin
   if (threadIdx.x == 0) {
     for (uint32_t s = 0; s < kMaxStages; s++) {
       mbar_init(&bars.full[s], 1 + 32);
-      mbar_init(&bars.empty[s], 4 * kConsumers * (GEMMD_WGMMA_MCAST ? 2 : 1));  // paired: both CTAs' warps
+      mbar_init(&bars.empty[s], 2 * 4 * kConsumers);  // every consumer warp of both CTAs
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
-#if GEMMD_WGMMA_MCAST
   cluster_sync();  // both CTAs' barriers exist before either's loads or arrivals reach the other
   if (threadIdx.x < 128) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
@@ -1193,6 +1157,8 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel_joint(const uin
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    // Warp-uniform; through a shuffle ptxas knows it, and keeps what derives from it (the
+    // WGMMA descriptors) in uniform registers.
     const uint32_t wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0) - 1;
     with_kind(kind, tile_n, [&](auto k, auto bn) { consume<decltype(k), decltype(bn)::value>(v, ring, bars, wg); });
   }
@@ -1200,24 +1166,6 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel_joint(const uin
   // barriers.
   __syncwarp();
   cluster_sync();
-  return;
-#endif
-  __syncthreads();
-
-  if (threadIdx.x < 128) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-    if (threadIdx.x / 32 == 1) {
-      return with_kind(kind, tile_n,
-                       [&](auto k, auto bn) { load_scales<decltype(k), decltype(bn)::value>(v, ring, bars); });
-    }
-    if (threadIdx.x != 0) return;
-    return with_kind(kind, tile_n, [&](auto k, auto bn) { produce<decltype(k), decltype(bn)::value>(v, ring, bars); });
-  }
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-  // Warp-uniform; through a shuffle ptxas knows it, and keeps what derives from it (the
-  // WGMMA descriptors) in uniform registers.
-  const uint32_t wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0) - 1;
-  with_kind(kind, tile_n, [&](auto k, auto bn) { consume<decltype(k), decltype(bn)::value>(v, ring, bars, wg); });
 }
 #endif
 
@@ -1541,9 +1489,9 @@ extern "C" int gemmd_gpu_gemm_prepare_split(gemmd_gpu_kernel_t kernel, void *hos
   }
   std::call_once(g_encode_once, load_encode);
   if (g_encode == nullptr) return GEMMD_EDEVICE;
-  // Paired ROWS256 tiles (GEMMD_WGMMA_MCAST): units of two column tiles; each CTA of the
-  // pair loads half of A's rows (all of them from rank 0 for a group of fewer rows).
-  const bool pair = GEMMD_WGMMA_MCAST && kind == GEMMD_TILE_ROWS256;
+  // Paired ROWS256 tiles (GEMMD_WGMMA_JOINT_ROWS256): units of two column tiles; each CTA of
+  // the pair loads half of A's rows (all of them from rank 0 for a group of fewer rows).
+  const bool pair = GEMMD_WGMMA_JOINT_ROWS256 && kind == GEMMD_TILE_ROWS256;
   const uint32_t unit_n = pair ? 2 * tile_n : tile_n;
   uint64_t tiles = 0;
   for (uint32_t g = 0; g < hdr->n_groups; g++) {
@@ -1598,7 +1546,7 @@ int launch(const uint8_t *batch, float *ws, cudaStream_t stream) {
   return cudaGetLastError() == cudaSuccess ? GEMMD_OK : GEMMD_EDEVICE;
 }
 
-#if GEMMD_WGMMA_MCAST
+#if GEMMD_WGMMA_JOINT_ROWS256
 // Launches the joint kernel in 2-CTA clusters, as many as fit at once (a GPC with an odd
 // number of free SMs leaves one idle; a larger persistent grid would run a second wave).
 int launch_joint_pairs(const uint8_t *batch, float *ws, cudaStream_t stream) {
@@ -1679,10 +1627,8 @@ int gemmd_gpu_gemm_wgmma(const void *batch, uint32_t kinds, void *workspace, cud
   }
   if constexpr (GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS256)) {
     if (rc == GEMMD_OK && (kinds & (1u << GEMMD_TILE_ROWS256))) {
-#if GEMMD_WGMMA_MCAST
+#if GEMMD_WGMMA_JOINT_ROWS256
       rc = launch_joint_pairs(b, ws, stream);
-#elif GEMMD_WGMMA_JOINT_ROWS256
-      rc = launch<wgmma_gemm_kernel_joint>(b, ws, stream);
 #else
       rc = launch_kind<KindRows256>(b, ws, stream);
 #endif
