@@ -444,10 +444,12 @@ int main() {
   // 256-row tiles run in pairs of column tiles (2-CTA clusters sharing A's rows): groups of
   // 256 rows or more (each CTA loads half of A; ragged last tiles) beside groups of fewer
   // (one CTA loads all of A), with odd column-tile counts (the last pair's second tile
-  // repeats its first: 300 x 520 is odd at every width) and even ones, in one batch.
+  // repeats its first: 300 x 520 is odd at every width) and even ones, in one batch. The
+  // last three have K >= 4096 in multiples of 512, so their scales come in chunks (v20; a
+  // ragged last row tile clamps its rows), beside groups whose scales do not.
   std::vector<Group> paired;
-  const uint32_t paired_shapes[][3] = {
-      {300, 520, 640}, {100, 700, 500}, {1000, 200, 300}, {257, 72, 1024}, {40, 136, 256}};
+  const uint32_t paired_shapes[][3] = {{300, 520, 640}, {100, 700, 500},  {1000, 200, 300}, {257, 72, 1024},
+                                       {40, 136, 256},  {300, 264, 4096}, {257, 136, 4608}, {70, 40, 8192}};
   for (const auto &sh : paired_shapes) {
     paired.push_back(make_group(&rng, sh[0], sh[1], sh[2], GEMMD_DTYPE_FP8_E4M3, GEMMD_SCALE_BLOCK_1X128,
                                 GEMMD_DTYPE_FP8_E4M3, GEMMD_SCALE_BLOCK_128X128, GEMMD_DTYPE_BF16));

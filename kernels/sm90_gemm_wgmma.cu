@@ -58,7 +58,10 @@
 //   3: nothing is loaded after the ring's first pass (the consumers' rate alone);
 //   4: as 3, and no promotion (the WGMMAs' rate alone; one register is promoted);
 //   5: no output stores (what the epilogue's stores cost per tile);
-//   6: as 4, plus as many FFMAs as the promotion on registers no WGMMA writes.
+//   6: as 4, plus as many FFMAs as the promotion on registers no WGMMA writes;
+//   7: A's scales are copied only in a tile's first K block (what their per-block copies
+//      cost: a 4-byte cp.async per row, a quarter of the LSU's shared wavefronts at
+//      4096x7168x16384 in session 13's ncu source counters; built with scales per block).
 #ifndef GEMMD_WGMMA_PROBE
 #define GEMMD_WGMMA_PROBE 0
 #endif
@@ -152,6 +155,24 @@ struct StageScales {
   float pad[2];
 };
 
+// Scales in chunks (v20, GEMMD_WGMMA_SCALE_CHUNKS, 256-row tiles with K >= 4096): the
+// scale warp copies A's and B's scales four K blocks at a time, 16 bytes per row (one
+// cp.async per lane and 32 rows), into one of two chunks in shared memory, and fills each
+// stage's scales from there; per K block it copied 4 bytes per row, a quarter of the LSU's
+// shared-memory wavefronts at 4096x7168x16384 (ncu source counters): 3-5% off the long-K
+// cases (docs/bench/kernels.md, session 13). Groups whose scales cannot or should not come
+// in chunks (scale_source) keep the per-block copies, as do the probe builds.
+#ifndef GEMMD_WGMMA_SCALE_CHUNKS
+#define GEMMD_WGMMA_SCALE_CHUNKS (GEMMD_WGMMA_PROBE == 0 ? 1 : 0)
+#endif
+template <uint32_t BM>
+struct ScaleChunk {
+  float a[BM][4];
+  float b[4];
+};
+template <typename K>
+constexpr uint32_t kScaleChunkBytes = GEMMD_WGMMA_SCALE_CHUNKS && K::BM == 256 ? 2 * sizeof(ScaleChunk<K::BM>) : 0;
+
 // The TMA-store epilogue's staging, per consumer warpgroup: BN / kCols boxes of 64 rows ×
 // kCols 2-byte values, dense and swizzled as D's tensor map reads them.
 template <uint32_t BN>
@@ -171,18 +192,26 @@ struct Ring {
   // pairs) fall in 32 different banks (an odd number of 16-byte pieces per row).
   static constexpr uint32_t kOutPitch = BN * 2 + ((BN * 2 / 16) % 2 == 0 ? 16 : 0);
   static constexpr uint32_t kOutBytes = K::kTmaStore ? 2 * 64 * BN * 2 + 1024 : K::BM * kOutPitch;
-  static constexpr uint32_t kStages = (kRingBytes - kOutBytes) / kPerStage < kMaxStages
-                                          ? (kRingBytes - kOutBytes) / kPerStage
+  static constexpr uint32_t kChunkBytes = kScaleChunkBytes<K>;
+  static constexpr uint32_t kStages = (kRingBytes - kOutBytes - kChunkBytes) / kPerStage < kMaxStages
+                                          ? (kRingBytes - kOutBytes - kChunkBytes) / kPerStage
                                           : kMaxStages;
-  // The stages' tiles (1024-byte aligned), then their scales, then the output staging.
+  // The stages' tiles (1024-byte aligned), then their scales, then the scale chunks (if
+  // any), then the output staging.
   __device__ static StageScales<K::BM> &scales(uint8_t *ring, uint32_t stage) {
     return reinterpret_cast<StageScales<K::BM> *>(ring + kStages * kStageBytes)[stage];
   }
+  __device__ static ScaleChunk<K::BM> &chunk(uint8_t *ring, uint32_t i) {
+    return reinterpret_cast<ScaleChunk<K::BM> *>(ring + kStages * kStageBytes +
+                                                 kStages * sizeof(StageScales<K::BM>))[i];
+  }
   __device__ static uint8_t *out_staging(uint8_t *ring) {
-    const uint32_t at = kStages * kStageBytes + kStages * sizeof(StageScales<K::BM>);
+    const uint32_t at = kStages * kStageBytes + kStages * sizeof(StageScales<K::BM>) + kChunkBytes;
     return ring + (K::kTmaStore ? (at + 1023) / 1024 * 1024 : at);
   }
-  static_assert(kStages >= 2 && kStages * kPerStage + kOutBytes <= kRingBytes, "the ring fits");
+  static_assert(kStages >= 2 && kStages * kPerStage + kOutBytes + kChunkBytes <= kRingBytes, "the ring fits");
+  static_assert(sizeof(StageScales<K::BM>) % 16 == 0 && sizeof(ScaleChunk<K::BM>) % 16 == 0,
+                "the chunks and the output staging stay 16-byte aligned");
   static_assert(kStageBytes % 1024 == 0, "128B-swizzled tiles are 1024-byte aligned");
   // n0 is a multiple of BN: a tile's columns cross at most one row boundary of B's scales.
   static_assert(BN % 8 == 0 && (128 % BN == 0 || BN == 96 || BN == 192), "a width the kernel handles");
@@ -378,6 +407,19 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const void *tmap, uint64_
 // 4 bytes from global to shared memory, asynchronously (cp.async).
 __device__ __forceinline__ void cp_async_4(void *dst, const void *src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(smem_addr(dst)), "l"(src) : "memory");
+}
+
+// 16 bytes from global to shared memory, asynchronously (cp.async, L2 only), and the
+// groups that cp.async.wait_group counts.
+[[maybe_unused]] __device__ __forceinline__ void cp_async_16(void *dst, const void *src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(dst)), "l"(src) : "memory");
+}
+[[maybe_unused]] __device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
+template <uint32_t kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
 }
 
 // One of `bar`'s expected arrivals, made when this thread's cp.asyncs so far have landed.
@@ -597,6 +639,83 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
   }
 }
 
+// Where a unit's scales are, and whether they come in chunks (GEMMD_WGMMA_SCALE_CHUNKS,
+// above): K a multiple of 4·128, A's scales and the unit's row of B's 16-byte aligned, and
+// at least GEMMD_WGMMA_CHUNK_MIN_KBLOCKS K blocks (K >= 4096: at K <= 2048 chunks were 1-3%
+// slower; docs/bench/kernels.md, session 13).
+#ifndef GEMMD_WGMMA_CHUNK_MIN_KBLOCKS
+#define GEMMD_WGMMA_CHUNK_MIN_KBLOCKS 32
+#endif
+struct ScaleSource {
+  const float *sa, *sb;  // sb: the unit's row of B's 128×128 block scales, or null
+  uint32_t m0, m, kblocks;
+  bool chunked;
+};
+template <typename K>
+__device__ __forceinline__ ScaleSource scale_source(const BatchView &v, const TileRef &tr,
+                                                    const gemmd_group_params_t &g) {
+  ScaleSource s;
+  s.kblocks = gemmd_ceil_div(g.k, BK);
+  s.sa = v.sa_arena + g.sa_offset;
+  s.sb = g.b_layout == GEMMD_SCALE_BLOCK_128X128
+             ? reinterpret_cast<const float *>(g.b_scales) + (size_t)(tr.n0 / 128) * s.kblocks
+             : nullptr;
+  s.m0 = tr.m0;
+  s.m = g.m;
+  s.chunked = kScaleChunkBytes<K> != 0 && s.kblocks % 4 == 0 && s.kblocks >= GEMMD_WGMMA_CHUNK_MIN_KBLOCKS &&
+              reinterpret_cast<uintptr_t>(s.sa) % 16 == 0 &&
+              (s.sb == nullptr || reinterpret_cast<uintptr_t>(s.sb) % 16 == 0);
+  return s;
+}
+
+// The scale warp's copies for one unit whose scales come in chunks: chunk c holds K blocks
+// 4c..4c+3 of the unit's BM rows of A's scales (rows past m clamped to m - 1) and of B's
+// block scales. Two chunks are in flight: chunk c + 2 is copied into c's slot once c's four
+// stages are filled. Each stage's scales are then plain shared-memory stores, which each
+// lane's arrival on the stage's "full" barrier releases. (Copying ahead across units, so a
+// unit's first chunk is in flight before it begins, was slower: session 13's chunkstream.)
+template <typename K, uint32_t BN>
+__device__ __forceinline__ void load_scale_chunks(uint8_t *ring, Barriers &bars, const ScaleSource &s,
+                                                  uint32_t &stage, uint32_t &phase) {
+  using R = Ring<K, BN>;
+  const uint32_t lane = threadIdx.x % 32, chunks = s.kblocks / 4;
+  auto issue = [&](uint32_t c) {
+    if (c < chunks) {
+      ScaleChunk<K::BM> &dst = R::chunk(ring, c % 2);
+      // Not unrolled: the rows' addresses are remade per chunk, not held in the warp's 40
+      // registers (unrolled, ptxas kept them and spilled).
+#pragma unroll 1
+      for (uint32_t i = 0; i < K::BM / 32; i++) {
+        cp_async_16(dst.a[lane + 32 * i], s.sa + (size_t)min(s.m0 + lane + 32 * i, s.m - 1) * s.kblocks + 4 * c);
+      }
+      if (lane == 0 && s.sb != nullptr) cp_async_16(dst.b, s.sb + 4 * c);
+    }
+    cp_async_commit();  // empty past the unit's last chunk: every chunk is one group
+  };
+  issue(0);
+  issue(1);
+  for (uint32_t c = 0; c < chunks; c++) {
+    cp_async_wait<1>();  // this lane's copies of chunk c have landed
+    __syncwarp();        // and every lane's
+    const ScaleChunk<K::BM> &src = R::chunk(ring, c % 2);
+#pragma unroll
+    for (uint32_t j = 0; j < 4; j++) {
+      mbar_wait(&bars.empty[stage], phase ^ 1);
+      StageScales<K::BM> &dst = R::scales(ring, stage);
+#pragma unroll
+      for (uint32_t i = 0; i < K::BM / 32; i++) dst.a[lane + 32 * i] = src.a[lane + 32 * i][j];
+      if (lane == 0) dst.b = src.b[j];
+      mbar_arrive(&bars.full[stage]);
+      if (++stage == R::kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+    __syncwarp();  // every lane has read chunk c
+    issue(c + 2);
+  }
+}
+
 // The producer warpgroup's second warp: for every stage the TMA thread fills, the A scales
 // of the tile's BM rows (rows past m clamped to m - 1: their results are never stored) and
 // B's 128×128 block scale, by cp.async; each lane's arrival on the stage's "full" barrier
@@ -613,6 +732,13 @@ __device__ __forceinline__ void load_scales(const BatchView &v, uint8_t *ring, B
     const uint32_t kblocks = gemmd_ceil_div(g.k, BK);
     const KRange kr = k_range<K>(tr, kblocks, v.parts);
     const float *sa = v.sa_arena + g.sa_offset;
+    if constexpr (kScaleChunkBytes<K> != 0) {
+      const ScaleSource s = scale_source<K>(v, tr, g);
+      if (s.chunked) {
+        load_scale_chunks<K, BN>(ring, bars, s, stage, phase);
+        continue;
+      }
+    }
     uint32_t row_off[K::BM / 32];
 #pragma unroll
     for (uint32_t i = 0; i < K::BM / 32; i++) row_off[i] = min(tr.m0 + lane + 32 * i, g.m - 1) * kblocks;
@@ -629,8 +755,10 @@ __device__ __forceinline__ void load_scales(const BatchView &v, uint8_t *ring, B
         mbar_arrive(&bars.full[stage]);
       } else {
         StageScales<K::BM> &dst = R::scales(ring, stage);
+        if (!(GEMMD_WGMMA_PROBE == 7 && kb > kr.kb0)) {  // probe 7: A's only in the first block
 #pragma unroll
-        for (uint32_t i = 0; i < K::BM / 32; i++) cp_async_4(&dst.a[lane + 32 * i], sa + row_off[i] + kb);
+          for (uint32_t i = 0; i < K::BM / 32; i++) cp_async_4(&dst.a[lane + 32 * i], sa + row_off[i] + kb);
+        }
         if (lane == 0 && sb != nullptr) cp_async_4(&dst.b, sb + kb);
         if (128 % BN != 0 && lane == 1 && sb != nullptr) cp_async_4(&dst.b_next, sb + sb_next + kb);
         cp_async_arrive(&bars.full[stage]);
