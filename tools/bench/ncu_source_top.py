@@ -12,6 +12,8 @@ import argparse
 import csv
 import sys
 
+COLUMNS = {"samples": "Warp Stall Sampling (All Samples)", "wavefronts": "L1 Wavefronts Shared",
+           "executed": "Instructions Executed"}
 STALLS = ["barrier", "branch_resolving", "dispatch", "long_sb", "math", "membar", "mio", "misc",
           "no_inst", "not_selected", "selected", "short_sb", "sleep", "wait", "lg"]
 
@@ -23,44 +25,53 @@ def num(s):
         return 0.0
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("page")
-    ap.add_argument("--by", default="samples", choices=["samples", "wavefronts", "executed"])
-    ap.add_argument("--top", type=int, default=25)
-    args = ap.parse_args()
-    col = {"samples": "Warp Stall Sampling (All Samples)", "wavefronts": "L1 Wavefronts Shared",
-           "executed": "Instructions Executed"}[args.by]
+def read_page(path):
+    """The kernel's name and its instructions, each a dict by column name."""
     rows, header, kernel = [], None, ""
-    with open(args.page, newline="") as f:
+    with open(path, newline="") as f:
         for rec in csv.reader(f):
             if not rec:
                 continue
             if rec[0] == "Kernel Name":
                 kernel = rec[1]
-                continue
-            if rec[0] == "Address":
-                header = {name: i for i, name in enumerate(rec)}
-                continue
-            if header is None:
-                continue
-            rows.append(rec)
+            elif rec[0] == "Address":
+                header = rec
+            elif header is not None:
+                rows.append(dict(zip(header, rec)))
+    return kernel, rows
+
+
+def top(rows, by, n):
+    """The n instructions with the most of column `by`: (share, value, offset, executed,
+    top stall reasons, SASS), and the column's total."""
+    col = COLUMNS[by]
+    base = int(rows[0]["Address"], 16)
+    total = sum(num(r.get(col, "")) for r in rows) or 1.0
+    out = []
+    for r in sorted(rows, key=lambda r: -num(r.get(col, "")))[:n]:
+        v = num(r.get(col, ""))
+        stalls = sorted(((num(r.get("stall_" + s, "")), s) for s in STALLS), reverse=True)
+        out.append((v / total, v, int(r["Address"], 16) - base, num(r.get("Instructions Executed", "")),
+                    [(s, c) for c, s in stalls[:3] if c > 0], r["Source"].strip()))
+    return out, total
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("page")
+    ap.add_argument("--by", default="samples", choices=sorted(COLUMNS))
+    ap.add_argument("--top", type=int, default=25)
+    args = ap.parse_args()
+    kernel, rows = read_page(args.page)
     if not rows:
         sys.exit("no instructions in " + args.page)
-    base = int(rows[0][header["Address"]], 16)
-    total = sum(num(r[header[col]]) for r in rows) or 1.0
-    samples_total = sum(num(r[header["Warp Stall Sampling (All Samples)"]]) for r in rows)
+    lines, total = top(rows, args.by, args.top)
+    samples = sum(num(r.get(COLUMNS["samples"], "")) for r in rows)
     print("kernel %s: %d instructions; %s total %.0f; stall samples %.0f" %
-          (kernel, len(rows), col, total, samples_total))
-    rows.sort(key=lambda r: -num(r[header[col]]))
-    for r in rows[:args.top]:
-        v = num(r[header[col]])
-        stalls = sorted(((num(r[header["stall_" + s]]), s) for s in STALLS if "stall_" + s in header),
-                        reverse=True)
-        top = " ".join("%s:%.0f" % (s, n) for n, s in stalls[:3] if n > 0)
-        print("%5.1f%% %12.0f +0x%05x exec %9.0f  %-38s %s" %
-              (100 * v / total, v, int(r[header["Address"]], 16) - base,
-               num(r[header["Instructions Executed"]]), top, r[header["Source"]].strip()))
+          (kernel, len(rows), COLUMNS[args.by], total, samples))
+    for share, v, off, executed, stalls, sass in lines:
+        reasons = " ".join("%s:%.0f" % (s, c) for s, c in stalls)
+        print("%5.1f%% %12.0f +0x%05x exec %9.0f  %-38s %s" % (100 * share, v, off, executed, reasons, sass))
 
 
 if __name__ == "__main__":
