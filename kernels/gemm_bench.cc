@@ -6,7 +6,7 @@
 //   gemm_bench [--kernel simple|wgmma] [--reps N] [--only SUBSTRING[,SUBSTRING...]] [--csv FILE]
 //              [--tile-n 16,32,64,96,128,192] [--kinds rows128,tma_store,rows256,split,wide]
 //              [--b-scales block|tensor]
-//              [--splits 1,2,4,8] [--shape MxNxK,...] [--flush dirty|clean] [--list]
+//              [--splits 1,2,4,8] [--shape MxNxK,...] [--flush dirty|clean] [--stamps] [--list]
 //
 // --only runs the cases whose name holds any of the substrings (say "dense 4096x,stacked");
 // --list prints the names of the cases the arguments select and exits (no GPU needed).
@@ -29,6 +29,10 @@
 // l2_scrub.h), so L2 holds clean lines when the run starts; the default (dirty) flush is a
 // 256 MiB memset alone, after which L2 is full of written lines the run's own reads must
 // first write back to memory (like a torch cache.zero_() between runs).
+// --stamps (builds with the stamps probe, kernels:gemm_bench_stamps): after each case's
+// timing one more flushed run of the kernel's own choice, whose per-CTA stamps (kernels/
+// gpu_gemm.h: gemmd_gpu_gemm_stamps) print as a "stamps" line: per point, the median over
+// the CTAs of the time since the CTA's own start, and how the CTAs' starts and ends spread.
 // (default kernel: wgmma)
 //
 // Prints µs, TFLOPS, GB/s (A + B + scales + D, each once), ours/cuBLASLt speed ratio and
@@ -128,6 +132,7 @@ struct Bench {
   std::vector<uint32_t> kinds;  // --kinds: kinds of tile to time besides the kernel's own choice
   std::vector<uint32_t> splits; // --splits: K parts per tile to time besides the kernel's own choice
   gemmd_scale_layout_t b_layout = GEMMD_SCALE_BLOCK_128X128;  // --b-scales
+  bool stamps = false;  // --stamps
 
   void flush_l2() {
     CUDA_OK(cudaMemsetAsync(flush, 0, flush_bytes, stream));
@@ -153,6 +158,140 @@ struct Bench {
     return median(ms) * 1000.0f;
   }
 };
+
+// --stamps: one flushed run of launch(), then its stamps as one line (see the top).
+template <typename F>
+void print_stamps(Bench &B, F launch) {
+  uint32_t ctas = 0, points = 0;
+  if (gemmd_gpu_gemm_stamps(nullptr, &ctas, &points) != GEMMD_OK) {
+    std::printf("  stamps: not in this build (kernels:gemm_bench_stamps has them)\n");
+    return;
+  }
+  uint32_t wg_ctas = 0, wg_blocks = 0;  // (zeroed here; read after the run)
+  if (gemmd_gpu_gemm_wg_stamps(nullptr, &wg_ctas, &wg_blocks) != GEMMD_OK) wg_ctas = wg_blocks = 0;
+  B.flush_l2();
+  launch();
+  CUDA_OK(cudaStreamSynchronize(B.stream));
+  std::vector<uint64_t> st((size_t)ctas * points * 2);
+  TEST_CHECK(gemmd_gpu_gemm_stamps(st.data(), &ctas, &points) == GEMMD_OK, "stamps");
+  auto ns = [&](uint32_t c, uint32_t p) { return st[((size_t)c * points + p) * 2]; };
+  auto clk = [&](uint32_t c, uint32_t p) { return st[((size_t)c * points + p) * 2 + 1]; };
+  uint64_t first = UINT64_MAX, last_entry = 0, end_min = UINT64_MAX, end_max = 0;
+  uint32_t n = 0;
+  for (uint32_t c = 0; c < ctas; c++) {
+    if (ns(c, 0) == 0) continue;
+    n++;
+    first = std::min(first, ns(c, 0));
+    last_entry = std::max(last_entry, ns(c, 0));
+  }
+  static const char *const kNames[] = {"entry", "header", "sched", "located", "loads", "first_full", "first_tile",
+                                       "last_tile"};
+  std::string line = "  stamps ns since each CTA's start (median over " + std::to_string(n) + " CTAs):";
+  std::string cycles = " | clk:";
+  for (uint32_t p = 1; p < points && p < 8; p++) {
+    std::vector<double> d, dc;
+    for (uint32_t c = 0; c < ctas; c++) {
+      if (ns(c, 0) == 0 || ns(c, p) == 0) continue;
+      d.push_back((double)(ns(c, p) - ns(c, 0)));
+      dc.push_back((double)(clk(c, p) - clk(c, 0)));
+      if (p == points - 1) {
+        end_min = std::min(end_min, ns(c, p));
+        end_max = std::max(end_max, ns(c, p));
+      }
+    }
+    char cell[64];
+    if (d.empty()) {
+      std::snprintf(cell, sizeof cell, " %s -", kNames[p]);
+      line += cell;
+      continue;
+    }
+    std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());
+    std::nth_element(dc.begin(), dc.begin() + dc.size() / 2, dc.end());
+    std::snprintf(cell, sizeof cell, " %s %.0f", kNames[p], d[d.size() / 2]);
+    line += cell;
+    std::snprintf(cell, sizeof cell, " %.0f", dc[dc.size() / 2]);
+    cycles += cell;
+  }
+  char tail[160];
+  std::snprintf(tail, sizeof tail, " | starts spread %llu ns; last tiles end %llu..%llu ns after the first start",
+                (unsigned long long)(n ? last_entry - first : 0),
+                (unsigned long long)(end_max ? end_min - first : 0), (unsigned long long)(end_max ? end_max - first : 0));
+  std::printf("%s%s%s\n", line.c_str(), tail, cycles.c_str());
+  // The WGMMA timeline of the ring's last round of blocks (the CTAs' last tile): each
+  // batch's issue-to-done clocks, and how far apart the two warpgroups' batches of the same
+  // block and half complete (one after the other: about a batch's run; together: near 0).
+  uint32_t blocks = wg_blocks;
+  ctas = wg_ctas;
+  std::vector<uint64_t> wg((size_t)ctas * 2 * blocks * 2 * 3);
+  if (wg.empty() || gemmd_gpu_gemm_wg_stamps(wg.data(), &ctas, &blocks) != GEMMD_OK) return;
+  auto at = [&](uint32_t c, uint32_t w, uint32_t b, uint32_t h, uint32_t what) {
+    return wg[((((size_t)c * 2 + w) * blocks + b) * 2 + h) * 3 + what];
+  };
+  // Per warpgroup and block: the full-barrier wait (its start to half 0's issue), and the
+  // block period (one block's half-0 issue to the next's, in issue order).
+  std::vector<double> waits, periods;
+  for (uint32_t c = 0; c < ctas; c++) {
+    for (uint32_t w = 0; w < 2; w++) {
+      std::vector<uint64_t> issues;
+      for (uint32_t b = 0; b < blocks; b++) {
+        const uint64_t i = at(c, w, b, 0, 0), wb = at(c, w, b, 0, 2);
+        if (i == 0) continue;
+        issues.push_back(i);
+        if (wb != 0 && wb <= i) waits.push_back((double)(i - wb));
+      }
+      std::sort(issues.begin(), issues.end());
+      for (size_t k = 1; k < issues.size(); k++) periods.push_back((double)(issues[k] - issues[k - 1]));
+    }
+  }
+  auto med = [](std::vector<double> &v) {
+    if (v.empty()) return 0.0;
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  };
+  std::vector<double> run, apart;
+  std::string cta0;
+  for (uint32_t c = 0; c < ctas; c++) {
+    uint64_t t0 = UINT64_MAX;
+    for (uint32_t w = 0; w < 2; w++)
+      for (uint32_t b = 0; b < blocks; b++)
+        for (uint32_t h = 0; h < 2; h++)
+          if (at(c, w, b, h, 0) != 0) t0 = std::min(t0, at(c, w, b, h, 0));
+    for (uint32_t b = 0; b < blocks; b++) {
+      for (uint32_t h = 0; h < 2; h++) {
+        for (uint32_t w = 0; w < 2; w++) {
+          const uint64_t i = at(c, w, b, h, 0), d = at(c, w, b, h, 1);
+          if (i == 0 || d < i) continue;
+          run.push_back((double)(d - i));
+          if (c == 0) {
+            char cell[64];
+            const uint64_t x = at(c, w, b, h, 2);
+            std::snprintf(cell, sizeof cell, " w%ub%uh%u:%s%llu-%llu%s", w, b, h, h == 0 && x ? "(w)" : "",
+                          (unsigned long long)(i - t0), (unsigned long long)(d - t0), h == 1 && x ? "(r)" : "");
+            if (x != 0) {
+              char tmp[64];
+              std::snprintf(tmp, sizeof tmp, h == 0 ? " w%ub%uwait:%llu" : " w%ub%urel:%llu", w, b,
+                            (unsigned long long)(x >= t0 ? x - t0 : 0));
+              cta0 += tmp;
+            }
+            cta0 += cell;
+          }
+        }
+        const uint64_t d0 = at(c, 0, b, h, 1), d1 = at(c, 1, b, h, 1);
+        if (d0 != 0 && d1 != 0) apart.push_back(d0 > d1 ? (double)(d0 - d1) : (double)(d1 - d0));
+      }
+    }
+  }
+  if (run.empty()) return;
+  std::nth_element(run.begin(), run.begin() + run.size() / 2, run.end());
+  double apart_med = 0;
+  if (!apart.empty()) {
+    std::nth_element(apart.begin(), apart.begin() + apart.size() / 2, apart.end());
+    apart_med = apart[apart.size() / 2];
+  }
+  std::printf("  wgmma clk: issue-to-done median %.0f over %zu batches; warpgroups' same batch done %.0f apart "
+              "(median); full-barrier wait to issue %.0f, block period %.0f (medians); CTA 0:%s\n",
+              run[run.size() / 2], run.size(), apart_med, med(waits), med(periods), cta0.c_str());
+}
 
 // FP64 check of a few rows of group g's D (BF16, dense m×n) against the inputs.
 double check_rows(const std::vector<uint8_t> &a, const std::vector<float> &sa, const Weight &w,
@@ -385,6 +524,10 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
               lt_rc != GEMMD_OK ? gemmd_strerror(lt_rc) : (lt.ok ? "ok" : "FAIL"),
               lt.us > 0 ? lt.us / ours.us : 0.0, prep_cold, prep_warm, gemmd_tile_kind_name(tiles.kind), parts_note,
               sweep.c_str());
+  if (B.stamps) {
+    const uint32_t run_parts = gemmd_gpu_gemm_prepared_parts(host.data());
+    print_stamps(B, [&] { gemmd_gpu_gemm_parts_run(B.kernel, batch, run_parts, B.stream); });
+  }
   std::fflush(stdout);
   if (csv != nullptr) {
     std::fprintf(csv, "%s,%s,%u,%.2f,%.1f,%.3f,%.3g,%.2f,%.1f,%.3f,%.3g,%.3f,%.2f,%.2f,%s\n", c.name.c_str(),
@@ -470,6 +613,10 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!std::strcmp(argv[i], "--list")) {
       list = true;
+      continue;
+    }
+    if (!std::strcmp(argv[i], "--stamps")) {
+      B.stamps = true;
       continue;
     }
     bool known = false;

@@ -49,6 +49,17 @@ int gemmd_gpu_gemm_prepare(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t
  * the cost of a batch whose maps are all new. */
 void gemmd_gpu_gemm_forget_maps(void);
 
+/* The stamps probe's record of the last launch (builds with GEMMD_WGMMA_STAMPS=1: per CTA
+ * and point, the global timer in ns and the SM's clock, 0 where not reached; `out` holds
+ * *ctas x *points x 2 values), or with `out` null zeroes it. Sets *ctas and *points; other
+ * builds return GEMMD_ENOTSUP. */
+int gemmd_gpu_gemm_stamps(uint64_t *out, uint32_t *ctas, uint32_t *points);
+/* The same probe's WGMMA timeline: per CTA, consumer warpgroup, K block of the ring's last
+ * round (*blocks of them: stage + stages x phase), 64-row half, the SM clock at issue, at
+ * completion, and (half 0) before the block's full-barrier wait or (half 1, 256-row tiles)
+ * after the stage's release (`out`: *ctas x 2 x *blocks x 2 x 3 values; null zeroes it). */
+int gemmd_gpu_gemm_wg_stamps(uint64_t *out, uint32_t *ctas, uint32_t *blocks);
+
 /* A WGMMA tile configuration: the kind of tile (gemmd_tile_kind_t), its width, and for
  * ROWS128_SPLIT the K parts per tile. */
 typedef struct gemmd_gpu_tiles_s {

@@ -74,6 +74,27 @@
 #define GEMMD_WGMMA_KINDS (GEMMD_WGMMA_PROBE != 0 ? 1u : 31u)
 #endif
 #define GEMMD_WGMMA_BUILT(kind) ((GEMMD_WGMMA_KINDS >> (kind)) & 1u)
+// v21, `early` (GEMMD_WGMMA_EARLY, 1 unless built with 0): a launch's first loads wait
+// for fewer dependent global reads. The stamps probe (session 14) put a small-M launch's
+// first stage at ~4.5 us after the CTA starts: the header (~0.5), the tile prefix sums'
+// total (~0.4), the first group's fields (~0.8), then the TMA unit's fetch of the maps and
+// the data (~2.3). Here the group's fields are prefetched into L2 with the header, a
+// one-group batch takes its tile count from the header (group_tiles_of: no prefix-sum
+// read), and the TMA thread prefetches a one-group batch's two maps before it locates its
+// first unit: M <= 128 1-3% faster. (Session 14's first form acquired and prefetched the
+// maps in the prologue, before the CTA's barrier, with the tile count a plain select:
+// 1.06-1.28x the time everywhere, 4096x32768x512 too.)
+#ifndef GEMMD_WGMMA_EARLY
+#define GEMMD_WGMMA_EARLY 1
+#endif
+// Probe `stamps` (GEMMD_WGMMA_STAMPS=1; gemmd's build otherwise, results right): each CTA
+// writes the global timer (ns) and its SM's clock at eight points of a launch
+// (kStampPoints), which gemm_bench --stamps reads back (gemmd_gpu_gemm_stamps): where the
+// fixed cost of a short launch goes (the batch header, the table, the first loads, the
+// first tile, the last).
+#ifndef GEMMD_WGMMA_STAMPS
+#define GEMMD_WGMMA_STAMPS 0
+#endif
 // ROWS256 batches run in wgmma_gemm_kernel_joint (every unsplit kind's code in one kernel,
 // faster for ROWS256: see there) in builds with every kind, as paired tiles (v19): in 2-CTA
 // clusters, the two CTAs on adjacent column tiles of the same 256 rows, each loading half
@@ -262,6 +283,61 @@ __device__ __forceinline__ void warpgroup_sync(uint32_t wg) {
   asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory");
 }
 
+// stamps: the points a CTA stamps (thread 0 / the TMA thread / consumer warpgroup 0's
+// thread 0), in gemm_bench --stamps' order.
+enum StampPoint : uint32_t {
+  kStampEntry,       // thread 0 at the kernel's start
+  kStampHeader,      // thread 0: the batch header's kind read
+  kStampSched,       // thread 0: the tile prefix sums' total read (header → scheduling area)
+  kStampLocated,     // TMA thread: its first unit located, the group's fields read
+  kStampFirstLoads,  // TMA thread: the first stage's loads issued
+  kStampFirstFull,   // consumer 0: the first stage has landed
+  kStampFirstTile,   // consumer 0: its first unit written out
+  kStampLastTile,    // consumer 0: its last unit written out
+  kStampPoints
+};
+constexpr uint32_t kStampCtas = 256;
+#if GEMMD_WGMMA_STAMPS
+__device__ unsigned long long g_stamps[kStampCtas][kStampPoints][2];
+#endif
+// stamps: per CTA, consumer warpgroup, K block of the ring's last round (stage + kStages ·
+// phase, at most 2 · kMaxStages) and 64-row half: the SM clock when the half's WGMMAs were
+// issued (0) and when they had completed (1) (the last blocks' values stay), to see whether
+// the two warpgroups' WGMMAs run one after the other or together; and (2) for half 0 when
+// the warpgroup began to wait for the block's full barrier, for half 1 when it had released
+// the stage.
+[[maybe_unused]] constexpr uint32_t kWgStampValues = 3;
+#if GEMMD_WGMMA_STAMPS
+__device__ unsigned long long g_wg_stamps[kStampCtas][2][2 * kMaxStages][2][kWgStampValues];
+#endif
+__device__ __forceinline__ void wg_stamp([[maybe_unused]] uint32_t wg, [[maybe_unused]] uint32_t block,
+                                         [[maybe_unused]] uint32_t h, [[maybe_unused]] uint32_t done) {
+#if GEMMD_WGMMA_STAMPS
+  if (threadIdx.x % 128 == 0 && blockIdx.x < kStampCtas && wg < 2 && h < 2) {
+    unsigned long long clk;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(clk));
+    g_wg_stamps[blockIdx.x][wg][block][h][done] = clk;
+  }
+#endif
+}
+
+// Stamps `point` once `dep` (a value the point waits for) is in a register.
+__device__ __forceinline__ void stamp([[maybe_unused]] uint32_t point, [[maybe_unused]] uint32_t dep = 0) {
+#if GEMMD_WGMMA_STAMPS
+  unsigned long long ns, clk;
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.eq.u32 p, %2, 0xFFFFFFFF;\n@!p mov.u64 %0, %%globaltimer;\n@p mov.u64 %0, 0;\n"
+      "mov.u64 %1, %%clock64;\n}"
+      : "=l"(ns), "=l"(clk)
+      : "r"(dep)
+      : "memory");
+  if (blockIdx.x < kStampCtas) {
+    g_stamps[blockIdx.x][point][0] = ns;
+    g_stamps[blockIdx.x][point][1] = clk;
+  }
+#endif
+}
+
 // ---- mbarriers -----------------------------------------------------------------------------
 
 __device__ __forceinline__ void mbar_init(uint64_t *bar, uint32_t count) {
@@ -377,6 +453,11 @@ __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity) {
 // this thread's later tensor-map reads after that write.
 __device__ __forceinline__ void tmap_acquire(const void *tmap) {
   asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(tmap) : "memory");
+}
+
+// Brings the global line at `p` into L2 (a hint).
+[[maybe_unused]] __device__ __forceinline__ void prefetch_l2(const void *p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 
 // Brings a tensor map into the TMA unit's descriptor cache ahead of its first use.
@@ -565,6 +646,16 @@ struct BatchView {
   float *ws;              // split-K's workspace (ROWS128_SPLIT)
 };
 
+// BatchView::group_tiles (v.tiles and v.starts set): with `early` a one-group batch's are
+// the batch's, no prefix sums read (through an asm, so the compiler cannot specialize the
+// kernel on the value).
+__device__ __forceinline__ uint32_t group_tiles_of(const BatchView &v) {
+  if (!GEMMD_WGMMA_EARLY) return v.starts[v.n_groups + 1];
+  uint32_t group_tiles = v.n_groups == 1 ? v.tiles : v.starts[v.n_groups + 1];
+  asm volatile("mov.u32 %0, %0;" : "+r"(group_tiles));
+  return group_tiles;
+}
+
 // The units of this CTA: from first_unit, every unit_step. Paired tiles (K::kPair): a unit
 // is a pair of adjacent column tiles of the same rows (the host counts the tiles of a width
 // 2·BN), the cluster's; its CTA of rank r takes the pair's column tile r, or, where the
@@ -593,6 +684,10 @@ template <typename K, uint32_t BN>
 __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barriers &bars) {
   using R = Ring<K, BN>;
   uint32_t stage = 0, phase = 0, last_group = 0xFFFFFFFFu, loads = 0;
+  if (GEMMD_WGMMA_EARLY && v.n_groups == 1) {  // early: the maps' fetch under the locating reads
+    tmap_prefetch(v.tmaps);
+    tmap_prefetch(v.tmaps + GEMMD_GPU_TMAP_BYTES);
+  }
   for (uint32_t t = first_unit<K>(); t < v.total_tiles; t += unit_step<K>()) {
     const TileRef tr = locate_unit<K, BN>(v, t);
     const uint8_t *tm_a = v.tmaps + (size_t)tr.group * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES;
@@ -605,6 +700,7 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
     const gemmd_group_params_t &g = v.table[tr.group];
     const uint32_t kblocks = gemmd_ceil_div(g.k, BK), bytes = (a_box_rows(g.m, K::BM) + BN) * BK;
     const KRange kr = k_range<K>(tr, kblocks, v.parts);
+    if (GEMMD_WGMMA_STAMPS && loads == 0) stamp(kStampLocated, bytes);
     for (uint32_t kb = kr.kb0; kb < kr.kb1; kb++) {
       mbar_wait(&bars.empty[stage], phase ^ 1);
       uint8_t *dst = ring + stage * R::kStageBytes;
@@ -630,6 +726,7 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
         }
         if (load_b) tma_load_2d(dst + K::kStageA, tm_b, &bars.full[stage], kb * BK, tr.n0);
       }
+      if (GEMMD_WGMMA_STAMPS && loads == 0) stamp(kStampFirstLoads);
       loads++;
       if (++stage == R::kStages) {
         stage = 0;
@@ -821,9 +918,11 @@ __device__ __forceinline__ void k_block(float (&total)[BN / 2], float (&blk)[BN 
                                         uint8_t *ring, Barriers &bars, uint32_t wg, uint32_t r, bool b_block,
                                         uint32_t jb) {
   using R = Ring<K, BN>;
+  if (GEMMD_WGMMA_STAMPS) wg_stamp(wg, stage + R::kStages * phase, 0, 2);
   mbar_wait(&bars.full[stage], phase);
   uint32_t a_lo, b_lo;
   stage_operands<K, BN>(ring, stage, wg * 64, a_lo, b_lo);
+  if (GEMMD_WGMMA_STAMPS) wg_stamp(wg, stage + R::kStages * phase, 0, 0);
   issue_block<BN, kAE5M2, kBE5M2>(blk, a_lo, b_lo);
   const StageScales<K::BM> &sc = R::scales(ring, stage);
   const float sb = b_block ? ld_shared_f32(&sc.b) : 1.0f;
@@ -836,6 +935,7 @@ __device__ __forceinline__ void k_block(float (&total)[BN / 2], float (&blk)[BN 
     promote_cross(total, blk, s0, s1, sa0 * sbn, sa1 * sbn, jb);
   } else {
     wgmma_wait<0>();
+    if (GEMMD_WGMMA_STAMPS) wg_stamp(wg, stage + R::kStages * phase, 0, 1);
     release_stage_of<K>(&bars.empty[stage]);
     promote(total, blk, s0, s1);
   }
@@ -854,6 +954,7 @@ __device__ __forceinline__ void k_block_halves(float (&total)[K::kHalves * BN / 
                                                uint32_t wg, uint32_t r, bool b_block) {
   using R = Ring<K, BN>;
   static_assert(128 % BN == 0, "256-row tiles have widths that divide 128");
+  if (GEMMD_WGMMA_STAMPS) wg_stamp(wg, stage + R::kStages * phase, 0, 2);
   mbar_wait(&bars.full[stage], phase);
   const StageScales<K::BM> &sc = R::scales(ring, stage);
   const float sb = b_block ? ld_shared_f32(&sc.b) : 1.0f;
@@ -861,10 +962,13 @@ __device__ __forceinline__ void k_block_halves(float (&total)[K::kHalves * BN / 
   for (uint32_t h = 0; h < K::kHalves; h++) {
     uint32_t a_lo, b_lo;
     stage_operands<K, BN>(ring, stage, wg * K::kWgRows + h * 64, a_lo, b_lo);
+    if (GEMMD_WGMMA_STAMPS) wg_stamp(wg, stage + R::kStages * phase, h, 0);
     issue_block<BN, kAE5M2, kBE5M2>(blk, a_lo, b_lo);
     const float s0 = ld_shared_f32(&sc.a[r + h * 64]) * sb, s1 = ld_shared_f32(&sc.a[r + h * 64 + 8]) * sb;
     wgmma_wait<0>();
+    if (GEMMD_WGMMA_STAMPS) wg_stamp(wg, stage + R::kStages * phase, h, 1);
     if (h + 1 == K::kHalves) release_stage_of<K>(&bars.empty[stage]);
+    if (GEMMD_WGMMA_STAMPS && h + 1 == K::kHalves) wg_stamp(wg, stage + R::kStages * phase, 1, 2);
     promote(*reinterpret_cast<float(*)[BN / 2]>(&total[h * (BN / 2)]), blk, s0, s1);
   }
   if (++stage == R::kStages) {
@@ -1119,6 +1223,11 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
 template <typename K, uint32_t BN>
 __device__ __forceinline__ void consume(const BatchView &v, uint8_t *ring, Barriers &bars, uint32_t wg) {
   uint32_t stage = 0, phase = 0;
+  const bool stamper = GEMMD_WGMMA_STAMPS && wg == 0 && threadIdx.x % 128 == 0;
+  if (stamper && first_unit<K>() < v.total_tiles) {
+    mbar_wait(&bars.full[0], 0);  // (waited again by the first K block: the phase stays done)
+    stamp(kStampFirstFull);
+  }
 
   for (uint32_t t = first_unit<K>(); t < v.total_tiles; t += unit_step<K>()) {
     const TileRef tr = locate_unit<K, BN>(v, t);
@@ -1136,6 +1245,8 @@ __device__ __forceinline__ void consume(const BatchView &v, uint8_t *ring, Barri
     } else {
       consume_tile<K, BN, true, true>(v, g, tr, last, ring, bars, stage, phase, wg);
     }
+    if (stamper && t == first_unit<K>()) stamp(kStampFirstTile);
+    if (stamper && last) stamp(kStampLastTile);
   }
 }
 
@@ -1173,8 +1284,11 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
   __shared__ Barriers bars;
   uint8_t *ring = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
 
+  if (threadIdx.x == 0) stamp(kStampEntry);
+  if (GEMMD_WGMMA_EARLY && threadIdx.x == 32) prefetch_l2(batch + sizeof(gemmd_batch_header_t));  // the first group
   const auto *hdr = reinterpret_cast<const gemmd_batch_header_t *>(batch);
   if (hdr->tile_kind != K::kId) return;
+  if (threadIdx.x == 0) stamp(kStampHeader);
   BatchView v;
   v.n_groups = hdr->n_groups;
   v.total_tiles = hdr->total_tiles;
@@ -1184,7 +1298,8 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
   v.table = reinterpret_cast<const gemmd_group_params_t *>(batch + sizeof(gemmd_batch_header_t));
   v.tmaps = batch + hdr->sched_arena;
   v.starts = reinterpret_cast<const uint32_t *>(v.tmaps + (size_t)v.n_groups * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES);
-  v.group_tiles = v.starts[v.n_groups + 1];
+  v.group_tiles = group_tiles_of(v);
+  if (threadIdx.x == 0) stamp(kStampSched, v.group_tiles);
   v.sa_arena = reinterpret_cast<const float *>(batch + hdr->sa_arena);
   v.d_arena = const_cast<uint8_t *>(batch) + hdr->d_arena;
   const uint32_t tile_n = hdr->tile_n;
@@ -1248,11 +1363,14 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel_joint(const uin
   __shared__ Barriers bars;
   uint8_t *ring = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
 
+  if (threadIdx.x == 0) stamp(kStampEntry);
+  if (GEMMD_WGMMA_EARLY && threadIdx.x == 32) prefetch_l2(batch + sizeof(gemmd_batch_header_t));  // the first group
   const auto *hdr = reinterpret_cast<const gemmd_batch_header_t *>(batch);
   const uint32_t kind = hdr->tile_kind;
   uint32_t opaque_kind;  // the same value, hidden from the compiler by the asm
   asm volatile("mov.u32 %0, %1;" : "=r"(opaque_kind) : "r"(kind));
   if (opaque_kind != KindRows256::kId) return;
+  if (threadIdx.x == 0) stamp(kStampHeader);
   BatchView v;
   v.n_groups = hdr->n_groups;
   v.total_tiles = hdr->total_tiles;
@@ -1262,7 +1380,8 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel_joint(const uin
   v.table = reinterpret_cast<const gemmd_group_params_t *>(batch + sizeof(gemmd_batch_header_t));
   v.tmaps = batch + hdr->sched_arena;
   v.starts = reinterpret_cast<const uint32_t *>(v.tmaps + (size_t)v.n_groups * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES);
-  v.group_tiles = v.starts[v.n_groups + 1];
+  v.group_tiles = group_tiles_of(v);
+  if (threadIdx.x == 0) stamp(kStampSched, v.group_tiles);
   v.sa_arena = reinterpret_cast<const float *>(batch + hdr->sa_arena);
   v.d_arena = const_cast<uint8_t *>(batch) + hdr->d_arena;
   const uint32_t tile_n = hdr->tile_n;
@@ -1560,6 +1679,38 @@ extern "C" gemmd_gpu_tiles_t gemmd_gpu_gemm_choose_tiles(const gemmd_group_param
 }
 
 extern "C" void gemmd_gpu_gemm_forget_maps(void) { map_cache().clear(); }
+
+extern "C" int gemmd_gpu_gemm_wg_stamps(uint64_t *out, uint32_t *ctas, uint32_t *blocks) {
+  *ctas = kStampCtas;
+  *blocks = 2 * kMaxStages;
+#if GEMMD_WGMMA_STAMPS
+  constexpr size_t bytes = sizeof(unsigned long long) * kStampCtas * 2 * 2 * kMaxStages * 2 * kWgStampValues;
+  if (out == nullptr) {
+    static const unsigned long long zeros[kStampCtas][2][2 * kMaxStages][2][kWgStampValues] = {};
+    return cudaMemcpyToSymbol(g_wg_stamps, zeros, bytes) == cudaSuccess ? GEMMD_OK : GEMMD_EDEVICE;
+  }
+  return cudaMemcpyFromSymbol(out, g_wg_stamps, bytes) == cudaSuccess ? GEMMD_OK : GEMMD_EDEVICE;
+#else
+  (void)out;
+  return GEMMD_ENOTSUP;
+#endif
+}
+
+extern "C" int gemmd_gpu_gemm_stamps(uint64_t *out, uint32_t *ctas, uint32_t *points) {
+  *ctas = kStampCtas;
+  *points = kStampPoints;
+#if GEMMD_WGMMA_STAMPS
+  constexpr size_t bytes = sizeof(unsigned long long) * kStampCtas * kStampPoints * 2;
+  if (out == nullptr) {
+    static const unsigned long long zeros[kStampCtas][kStampPoints][2] = {};
+    return cudaMemcpyToSymbol(g_stamps, zeros, bytes) == cudaSuccess ? GEMMD_OK : GEMMD_EDEVICE;
+  }
+  return cudaMemcpyFromSymbol(out, g_stamps, bytes) == cudaSuccess ? GEMMD_OK : GEMMD_EDEVICE;
+#else
+  (void)out;
+  return GEMMD_ENOTSUP;
+#endif
+}
 
 extern "C" int gemmd_gpu_gemm_prepare(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch) {
   return gemmd_gpu_gemm_prepare_tiles(kernel, host_batch, dev_batch, GEMMD_GPU_TILE_KIND_AUTO, 0);
