@@ -288,7 +288,8 @@ __device__ __forceinline__ void warpgroup_sync(uint32_t wg) {
 enum StampPoint : uint32_t {
   kStampEntry,       // thread 0 at the kernel's start
   kStampHeader,      // thread 0: the batch header's kind read
-  kStampSched,       // thread 0: the tile prefix sums' total read (header → scheduling area)
+  kStampSched,       // thread 0: the group tile count known (v21: from the header for one
+                     // group, else the prefix sums' total read from the scheduling area)
   kStampLocated,     // TMA thread: its first unit located, the group's fields read
   kStampFirstLoads,  // TMA thread: the first stage's loads issued
   kStampFirstFull,   // consumer 0: the first stage has landed
