@@ -114,8 +114,11 @@ struct Timing {
   bool ok = true;
 };
 
-float median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
+// The median of v (0 for none).
+template <typename T>
+T median(std::vector<T> v) {
+  if (v.empty()) return T{};
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
   return v[v.size() / 2];
 }
 
@@ -205,11 +208,9 @@ void print_stamps(Bench &B, F launch) {
       line += cell;
       continue;
     }
-    std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());
-    std::nth_element(dc.begin(), dc.begin() + dc.size() / 2, dc.end());
-    std::snprintf(cell, sizeof cell, " %s %.0f", kNames[p], d[d.size() / 2]);
+    std::snprintf(cell, sizeof cell, " %s %.0f", kNames[p], median(d));
     line += cell;
-    std::snprintf(cell, sizeof cell, " %.0f", dc[dc.size() / 2]);
+    std::snprintf(cell, sizeof cell, " %.0f", median(dc));
     cycles += cell;
   }
   char tail[160];
@@ -243,11 +244,6 @@ void print_stamps(Bench &B, F launch) {
       for (size_t k = 1; k < issues.size(); k++) periods.push_back((double)(issues[k] - issues[k - 1]));
     }
   }
-  auto med = [](std::vector<double> &v) {
-    if (v.empty()) return 0.0;
-    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-    return v[v.size() / 2];
-  };
   std::vector<double> run, apart;
   std::string cta0;
   for (uint32_t c = 0; c < ctas; c++) {
@@ -264,15 +260,14 @@ void print_stamps(Bench &B, F launch) {
           run.push_back((double)(d - i));
           if (c == 0) {
             char cell[64];
-            const uint64_t x = at(c, w, b, h, 2);
-            std::snprintf(cell, sizeof cell, " w%ub%uh%u:%s%llu-%llu%s", w, b, h, h == 0 && x ? "(w)" : "",
-                          (unsigned long long)(i - t0), (unsigned long long)(d - t0), h == 1 && x ? "(r)" : "");
+            const uint64_t x = at(c, w, b, h, 2);  // half 0: its wait began; half 1: the release
             if (x != 0) {
-              char tmp[64];
-              std::snprintf(tmp, sizeof tmp, h == 0 ? " w%ub%uwait:%llu" : " w%ub%urel:%llu", w, b,
+              std::snprintf(cell, sizeof cell, h == 0 ? " w%ub%uwait:%llu" : " w%ub%urel:%llu", w, b,
                             (unsigned long long)(x >= t0 ? x - t0 : 0));
-              cta0 += tmp;
+              cta0 += cell;
             }
+            std::snprintf(cell, sizeof cell, " w%ub%uh%u:%llu-%llu", w, b, h, (unsigned long long)(i - t0),
+                          (unsigned long long)(d - t0));
             cta0 += cell;
           }
         }
@@ -282,15 +277,9 @@ void print_stamps(Bench &B, F launch) {
     }
   }
   if (run.empty()) return;
-  std::nth_element(run.begin(), run.begin() + run.size() / 2, run.end());
-  double apart_med = 0;
-  if (!apart.empty()) {
-    std::nth_element(apart.begin(), apart.begin() + apart.size() / 2, apart.end());
-    apart_med = apart[apart.size() / 2];
-  }
   std::printf("  wgmma clk: issue-to-done median %.0f over %zu batches; warpgroups' same batch done %.0f apart "
               "(median); full-barrier wait to issue %.0f, block period %.0f (medians); CTA 0:%s\n",
-              run[run.size() / 2], run.size(), apart_med, med(waits), med(periods), cta0.c_str());
+              median(run), run.size(), median(apart), median(waits), median(periods), cta0.c_str());
 }
 
 // FP64 check of a few rows of group g's D (BF16, dense m×n) against the inputs.

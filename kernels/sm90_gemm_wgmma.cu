@@ -1681,16 +1681,23 @@ extern "C" gemmd_gpu_tiles_t gemmd_gpu_gemm_choose_tiles(const gemmd_group_param
 
 extern "C" void gemmd_gpu_gemm_forget_maps(void) { map_cache().clear(); }
 
+#if GEMMD_WGMMA_STAMPS
+// The stamps in `symbol` copied to `out`, or with `out` null zeroed.
+template <typename T>
+int read_stamps(const T &symbol, uint64_t *out) {
+  void *at = nullptr;
+  if (cudaGetSymbolAddress(&at, symbol) != cudaSuccess) return GEMMD_EDEVICE;
+  const cudaError_t rc =
+      out == nullptr ? cudaMemset(at, 0, sizeof(T)) : cudaMemcpy(out, at, sizeof(T), cudaMemcpyDeviceToHost);
+  return rc == cudaSuccess ? GEMMD_OK : GEMMD_EDEVICE;
+}
+#endif
+
 extern "C" int gemmd_gpu_gemm_wg_stamps(uint64_t *out, uint32_t *ctas, uint32_t *blocks) {
   *ctas = kStampCtas;
   *blocks = 2 * kMaxStages;
 #if GEMMD_WGMMA_STAMPS
-  constexpr size_t bytes = sizeof(unsigned long long) * kStampCtas * 2 * 2 * kMaxStages * 2 * kWgStampValues;
-  if (out == nullptr) {
-    static const unsigned long long zeros[kStampCtas][2][2 * kMaxStages][2][kWgStampValues] = {};
-    return cudaMemcpyToSymbol(g_wg_stamps, zeros, bytes) == cudaSuccess ? GEMMD_OK : GEMMD_EDEVICE;
-  }
-  return cudaMemcpyFromSymbol(out, g_wg_stamps, bytes) == cudaSuccess ? GEMMD_OK : GEMMD_EDEVICE;
+  return read_stamps(g_wg_stamps, out);
 #else
   (void)out;
   return GEMMD_ENOTSUP;
@@ -1701,12 +1708,7 @@ extern "C" int gemmd_gpu_gemm_stamps(uint64_t *out, uint32_t *ctas, uint32_t *po
   *ctas = kStampCtas;
   *points = kStampPoints;
 #if GEMMD_WGMMA_STAMPS
-  constexpr size_t bytes = sizeof(unsigned long long) * kStampCtas * kStampPoints * 2;
-  if (out == nullptr) {
-    static const unsigned long long zeros[kStampCtas][kStampPoints][2] = {};
-    return cudaMemcpyToSymbol(g_stamps, zeros, bytes) == cudaSuccess ? GEMMD_OK : GEMMD_EDEVICE;
-  }
-  return cudaMemcpyFromSymbol(out, g_stamps, bytes) == cudaSuccess ? GEMMD_OK : GEMMD_EDEVICE;
+  return read_stamps(g_stamps, out);
 #else
   (void)out;
   return GEMMD_ENOTSUP;
