@@ -62,6 +62,14 @@
 //   7: A's scales are copied only in a tile's first K block (what their per-block copies
 //      cost: a 4-byte cp.async per row, a quarter of the LSU's shared wavefronts at
 //      4096x7168x16384 in session 13's ncu source counters; built with scales per block).
+//   8: 256-row tiles skip the promotion of each K block's last half (one register kept);
+//   9: 256-row tiles skip the promotion of each K block's first half: beside 8, whether a
+//      promotion costs more where it stands between two K blocks (session 15). Both keep
+//      gemmd's scale chunks;
+//  10: as 4 (no loads after the first pass, no promotion), and in 256-row tiles each
+//      warpgroup's two halves go into two accumulators, the next half's WGMMAs issued
+//      before the last half's have completed (one commit group in flight while issuing):
+//      beside 4, what a design with independent WGMMA streams could reach (session 15).
 #ifndef GEMMD_WGMMA_PROBE
 #define GEMMD_WGMMA_PROBE 0
 #endif
@@ -94,6 +102,16 @@
 // first tile, the last).
 #ifndef GEMMD_WGMMA_STAMPS
 #define GEMMD_WGMMA_STAMPS 0
+#endif
+// v22, `shadow` (GEMMD_WGMMA_SHADOW, 1 unless built with 0): in 256-row tiles the next K
+// block's work that does not need this block's accumulators (its stage, phase and
+// descriptor field, and a non-blocking test of its full barrier) is done while this
+// block's last WGMMAs run, between their issue and the wait for them, so after the last
+// half's promotion the next block's WGMMAs issue at once when its data has landed. Session
+// 15's timeline had a warpgroup take ~560 clk from its last half's completion to the next
+// block's issue (~200 between halves); shadow made every 256-row case ~2% faster.
+#ifndef GEMMD_WGMMA_SHADOW
+#define GEMMD_WGMMA_SHADOW 1
 #endif
 // ROWS256 batches run in wgmma_gemm_kernel_joint (every unsplit kind's code in one kernel,
 // faster for ROWS256: see there) in builds with every kind, as paired tiles (v19): in 2-CTA
@@ -184,7 +202,7 @@ struct StageScales {
 // cases (docs/bench/kernels.md, session 13). Groups whose scales cannot or should not come
 // in chunks (scale_source) keep the per-block copies, as do the probe builds.
 #ifndef GEMMD_WGMMA_SCALE_CHUNKS
-#define GEMMD_WGMMA_SCALE_CHUNKS (GEMMD_WGMMA_PROBE == 0 ? 1 : 0)
+#define GEMMD_WGMMA_SCALE_CHUNKS (GEMMD_WGMMA_PROBE == 0 || GEMMD_WGMMA_PROBE == 8 || GEMMD_WGMMA_PROBE == 9 ? 1 : 0)
 #endif
 template <uint32_t BM>
 struct ScaleChunk {
@@ -406,6 +424,21 @@ __device__ __forceinline__ uint64_t global_ns() {
   uint64_t t;
   asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
   return t;
+}
+
+// Whether the phase with this parity has completed, without blocking (shadow).
+[[maybe_unused]] __device__ __forceinline__ bool mbar_test_wait_at(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n"
+      "}\n"
+      : "=r"(done)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return done != 0;
 }
 
 __device__ __forceinline__ bool mbar_try_wait(uint64_t *bar, uint32_t parity) {
@@ -705,7 +738,8 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
     for (uint32_t kb = kr.kb0; kb < kr.kb1; kb++) {
       mbar_wait(&bars.empty[stage], phase ^ 1);
       uint8_t *dst = ring + stage * R::kStageBytes;
-      if ((GEMMD_WGMMA_PROBE == 3 || GEMMD_WGMMA_PROBE == 4 || GEMMD_WGMMA_PROBE == 6) && loads >= R::kStages) {
+      if ((GEMMD_WGMMA_PROBE == 3 || GEMMD_WGMMA_PROBE == 4 || GEMMD_WGMMA_PROBE == 6 || GEMMD_WGMMA_PROBE == 10) &&
+          loads >= R::kStages) {
         mbar_arrive(&bars.full[stage]);
       } else {
         const bool load_b = !(GEMMD_WGMMA_PROBE == 1 && kb > 0);  // probe 1: B only at first
@@ -849,7 +883,8 @@ __device__ __forceinline__ void load_scales(const BatchView &v, uint8_t *ring, B
                                  : 0;
     for (uint32_t kb = kr.kb0; kb < kr.kb1; kb++) {
       mbar_wait(&bars.empty[stage], phase ^ 1);
-      if ((GEMMD_WGMMA_PROBE == 3 || GEMMD_WGMMA_PROBE == 4 || GEMMD_WGMMA_PROBE == 6) && loads >= R::kStages) {
+      if ((GEMMD_WGMMA_PROBE == 3 || GEMMD_WGMMA_PROBE == 4 || GEMMD_WGMMA_PROBE == 6 || GEMMD_WGMMA_PROBE == 10) &&
+          loads >= R::kStages) {
         mbar_arrive(&bars.full[stage]);
       } else {
         StageScales<K::BM> &dst = R::scales(ring, stage);
@@ -946,33 +981,70 @@ __device__ __forceinline__ void k_block(float (&total)[BN / 2], float (&blk)[BN 
   }
 }
 
+// What a warpgroup carries from one K block of a 256-row tile to the next (shadow).
+struct Shadow {
+  uint32_t full0;  // shared address of bars.full[0]
+  uint32_t lo0;    // the ring's descriptor field (stage 0)
+  uint32_t lo;     // the stage's
+  bool ready;      // the stage's full barrier was seen complete (no wait needed)
+};
+
 // One K block of a warpgroup with several 64-row halves: each half's WGMMAs go into the
 // one block accumulator `blk` and are promoted into that half's part of `total` before the
-// next half is issued; the stage is released after the last half.
+// next half is issued; the stage is released after the last half. With shadow the next
+// block's stage, phase and descriptor field are set while the last half's WGMMAs run, and
+// sh.ready says whether its full barrier had completed then (`next`: the unit has a next
+// block; if not, the next tile's first block waits).
 template <typename K, uint32_t BN, bool kAE5M2, bool kBE5M2>
 __device__ __forceinline__ void k_block_halves(float (&total)[K::kHalves * BN / 2], float (&blk)[BN / 2],
                                                uint32_t &stage, uint32_t &phase, uint8_t *ring, Barriers &bars,
-                                               uint32_t wg, uint32_t r, bool b_block) {
+                                               uint32_t wg, uint32_t r, bool b_block,
+                                               [[maybe_unused]] Shadow &sh, [[maybe_unused]] bool next) {
   using R = Ring<K, BN>;
   static_assert(128 % BN == 0, "256-row tiles have widths that divide 128");
-  if (GEMMD_WGMMA_STAMPS) wg_stamp(wg, stage + R::kStages * phase, 0, 2);
-  mbar_wait(&bars.full[stage], phase);
+  const uint32_t this_stage = stage, this_block = stage + R::kStages * phase;
+  if (GEMMD_WGMMA_STAMPS) wg_stamp(wg, this_block, 0, 2);
+  if (!GEMMD_WGMMA_SHADOW || !sh.ready) mbar_wait(&bars.full[stage], phase);
   const StageScales<K::BM> &sc = R::scales(ring, stage);
   const float sb = b_block ? ld_shared_f32(&sc.b) : 1.0f;
 #pragma unroll
   for (uint32_t h = 0; h < K::kHalves; h++) {
     uint32_t a_lo, b_lo;
-    stage_operands<K, BN>(ring, stage, wg * K::kWgRows + h * 64, a_lo, b_lo);
-    if (GEMMD_WGMMA_STAMPS) wg_stamp(wg, stage + R::kStages * phase, h, 0);
+    if (GEMMD_WGMMA_SHADOW) {
+      a_lo = sh.lo + (wg * K::kWgRows + h * 64) * (BK / 16);
+      b_lo = sh.lo + K::kStageA / 16;
+    } else {
+      stage_operands<K, BN>(ring, stage, wg * K::kWgRows + h * 64, a_lo, b_lo);
+    }
+    if (GEMMD_WGMMA_STAMPS) wg_stamp(wg, this_block, h, 0);
     issue_block<BN, kAE5M2, kBE5M2>(blk, a_lo, b_lo);
     const float s0 = ld_shared_f32(&sc.a[r + h * 64]) * sb, s1 = ld_shared_f32(&sc.a[r + h * 64 + 8]) * sb;
+    if (GEMMD_WGMMA_SHADOW && h + 1 == K::kHalves) {
+      // In the shadow of the last half's WGMMAs: the next block's stage, phase and
+      // descriptor field, and whether its data has landed. The asm keeps them here.
+      uint32_t next_stage = stage + 1, next_phase = phase, next_lo = sh.lo + R::kStageBytes / 16;
+      if (next_stage == R::kStages) {
+        next_stage = 0;
+        next_phase ^= 1;
+        next_lo = sh.lo0;
+      }
+      asm volatile("" : "+r"(next_stage), "+r"(next_phase), "+r"(next_lo));
+      sh.ready = next && mbar_test_wait_at(sh.full0 + next_stage * 8, next_phase);
+      stage = next_stage;
+      phase = next_phase;
+      sh.lo = next_lo;
+    }
     wgmma_wait<0>();
-    if (GEMMD_WGMMA_STAMPS) wg_stamp(wg, stage + R::kStages * phase, h, 1);
-    if (h + 1 == K::kHalves) release_stage_of<K>(&bars.empty[stage]);
-    if (GEMMD_WGMMA_STAMPS && h + 1 == K::kHalves) wg_stamp(wg, stage + R::kStages * phase, 1, 2);
-    promote(*reinterpret_cast<float(*)[BN / 2]>(&total[h * (BN / 2)]), blk, s0, s1);
+    if (GEMMD_WGMMA_STAMPS) wg_stamp(wg, this_block, h, 1);
+    if (h + 1 == K::kHalves) release_stage_of<K>(&bars.empty[this_stage]);
+    if (GEMMD_WGMMA_STAMPS && h + 1 == K::kHalves) wg_stamp(wg, this_block, 1, 2);
+    if ((GEMMD_WGMMA_PROBE == 8 && h + 1 == K::kHalves) || (GEMMD_WGMMA_PROBE == 9 && h == 0)) {
+      total[h * (BN / 2)] += blk[0] * s0;  // keeps the WGMMAs (ptxas drops those whose results are unused)
+    } else {
+      promote(*reinterpret_cast<float(*)[BN / 2]>(&total[h * (BN / 2)]), blk, s0, s1);
+    }
   }
-  if (++stage == R::kStages) {
+  if (!GEMMD_WGMMA_SHADOW && ++stage == R::kStages) {
     stage = 0;
     phase ^= 1;
   }
@@ -1069,10 +1141,46 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
   float total[kHalves * kRegs];
 #pragma unroll
   for (uint32_t i = 0; i < kHalves * kRegs; i++) total[i] = 0.0f;
-  if constexpr (kHalves > 1) {
-    float blk[kRegs];
+  if constexpr (GEMMD_WGMMA_PROBE == 10 && kHalves == 2) {
+    // Probe 10: half 0 into blk_a, half 1 into blk_b; a block's stage is released once its
+    // half 1 has completed, after the next block's half 0 is issued.
+    float blk_a[kRegs], blk_b[kRegs];
+    uint32_t prev = 0;
     for (uint32_t kb = kr.kb0; kb < kr.kb1; kb++) {
-      k_block_halves<K, BN, kAE5M2, kBE5M2>(total, blk, stage, phase, ring, bars, wg, r, b_block);
+      mbar_wait(&bars.full[stage], phase);
+      uint32_t a_lo, b_lo;
+      stage_operands<K, BN>(ring, stage, wg * kWgRows, a_lo, b_lo);
+      issue_block<BN, kAE5M2, kBE5M2>(blk_a, a_lo, b_lo);
+      if (kb > kr.kb0) {
+        wgmma_wait<1>();  // the block before's half 1
+        release_stage_of<K>(&bars.empty[prev]);
+      }
+      stage_operands<K, BN>(ring, stage, wg * kWgRows + 64, a_lo, b_lo);
+      issue_block<BN, kAE5M2, kBE5M2>(blk_b, a_lo, b_lo);
+      wgmma_wait<1>();  // this block's half 0
+      prev = stage;
+      if (++stage == R::kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+    if (kr.kb0 < kr.kb1) {
+      wgmma_wait<0>();
+      release_stage_of<K>(&bars.empty[prev]);
+    }
+    total[0] += blk_a[0] + blk_b[0];  // keeps the WGMMAs
+  } else if constexpr (kHalves > 1) {
+    float blk[kRegs];
+    Shadow sh;
+    if (GEMMD_WGMMA_SHADOW) {
+      sh.full0 = smem_addr(&bars.full[0]);
+      sh.lo0 = desc_lo(ring);
+      asm volatile("" : "+r"(sh.full0), "+r"(sh.lo0));  // computed once, kept in registers
+      sh.lo = sh.lo0 + stage * (R::kStageBytes / 16);
+      sh.ready = false;
+    }
+    for (uint32_t kb = kr.kb0; kb < kr.kb1; kb++) {
+      k_block_halves<K, BN, kAE5M2, kBE5M2>(total, blk, stage, phase, ring, bars, wg, r, b_block, sh, kb + 1 < kr.kb1);
     }
   } else {
     float blk0[kRegs], blk1[kRegs];
