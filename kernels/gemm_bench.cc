@@ -162,67 +162,13 @@ struct Bench {
   }
 };
 
-// --stamps: one flushed run of launch(), then its stamps as one line (see the top).
-template <typename F>
-void print_stamps(Bench &B, F launch) {
-  uint32_t ctas = 0, points = 0;
-  if (gemmd_gpu_gemm_stamps(nullptr, &ctas, &points) != GEMMD_OK) {
-    std::printf("  stamps: not in this build (kernels:gemm_bench_stamps has them)\n");
-    return;
-  }
-  uint32_t wg_ctas = 0, wg_blocks = 0;  // (zeroed here; read after the run)
-  if (gemmd_gpu_gemm_wg_stamps(nullptr, &wg_ctas, &wg_blocks) != GEMMD_OK) wg_ctas = wg_blocks = 0;
-  B.flush_l2();
-  launch();
-  CUDA_OK(cudaStreamSynchronize(B.stream));
-  std::vector<uint64_t> st((size_t)ctas * points * 2);
-  TEST_CHECK(gemmd_gpu_gemm_stamps(st.data(), &ctas, &points) == GEMMD_OK, "stamps");
-  auto ns = [&](uint32_t c, uint32_t p) { return st[((size_t)c * points + p) * 2]; };
-  auto clk = [&](uint32_t c, uint32_t p) { return st[((size_t)c * points + p) * 2 + 1]; };
-  uint64_t first = UINT64_MAX, last_entry = 0, end_min = UINT64_MAX, end_max = 0;
-  uint32_t n = 0;
-  for (uint32_t c = 0; c < ctas; c++) {
-    if (ns(c, 0) == 0) continue;
-    n++;
-    first = std::min(first, ns(c, 0));
-    last_entry = std::max(last_entry, ns(c, 0));
-  }
-  static const char *const kNames[] = {"entry", "header", "sched", "located", "loads", "first_full", "first_tile",
-                                       "last_tile"};
-  std::string line = "  stamps ns since each CTA's start (median over " + std::to_string(n) + " CTAs):";
-  std::string cycles = " | clk:";
-  for (uint32_t p = 1; p < points && p < 8; p++) {
-    std::vector<double> d, dc;
-    for (uint32_t c = 0; c < ctas; c++) {
-      if (ns(c, 0) == 0 || ns(c, p) == 0) continue;
-      d.push_back((double)(ns(c, p) - ns(c, 0)));
-      dc.push_back((double)(clk(c, p) - clk(c, 0)));
-      if (p == points - 1) {
-        end_min = std::min(end_min, ns(c, p));
-        end_max = std::max(end_max, ns(c, p));
-      }
-    }
-    char cell[64];
-    if (d.empty()) {
-      std::snprintf(cell, sizeof cell, " %s -", kNames[p]);
-      line += cell;
-      continue;
-    }
-    std::snprintf(cell, sizeof cell, " %s %.0f", kNames[p], median(d));
-    line += cell;
-    std::snprintf(cell, sizeof cell, " %.0f", median(dc));
-    cycles += cell;
-  }
-  char tail[160];
-  std::snprintf(tail, sizeof tail, " | starts spread %llu ns; last tiles end %llu..%llu ns after the first start",
-                (unsigned long long)(n ? last_entry - first : 0),
-                (unsigned long long)(end_max ? end_min - first : 0), (unsigned long long)(end_max ? end_max - first : 0));
-  std::printf("%s%s%s\n", line.c_str(), tail, cycles.c_str());
+
+// --stamps: the WGMMA timeline of the run print_stamps made (ctas × 2 warpgroups × blocks ×
+// 2 halves × 3 values, gemmd_gpu_gemm_wg_stamps), as one line.
+void print_wgmma_timeline(uint32_t ctas, uint32_t blocks) {
   // The WGMMA timeline of the ring's last round of blocks (the CTAs' last tile): each
   // batch's issue-to-done clocks, and how far apart the two warpgroups' batches of the same
   // block and half complete (one after the other: about a batch's run; together: near 0).
-  uint32_t blocks = wg_blocks;
-  ctas = wg_ctas;
   std::vector<uint64_t> wg((size_t)ctas * 2 * blocks * 2 * 3);
   if (wg.empty() || gemmd_gpu_gemm_wg_stamps(wg.data(), &ctas, &blocks) != GEMMD_OK) return;
   auto at = [&](uint32_t c, uint32_t w, uint32_t b, uint32_t h, uint32_t what) {
@@ -280,6 +226,65 @@ void print_stamps(Bench &B, F launch) {
   std::printf("  wgmma clk: issue-to-done median %.0f over %zu batches; warpgroups' same batch done %.0f apart "
               "(median); full-barrier wait to issue %.0f, block period %.0f (medians); CTA 0:%s\n",
               median(run), run.size(), median(apart), median(waits), median(periods), cta0.c_str());
+}
+
+// --stamps: one flushed run of launch(), then its stamps as one line (see the top).
+template <typename F>
+void print_stamps(Bench &B, F launch) {
+  uint32_t ctas = 0, points = 0;
+  if (gemmd_gpu_gemm_stamps(nullptr, &ctas, &points) != GEMMD_OK) {
+    std::printf("  stamps: not in this build (kernels:gemm_bench_stamps has them)\n");
+    return;
+  }
+  uint32_t wg_ctas = 0, wg_blocks = 0;  // (zeroed here; read after the run)
+  if (gemmd_gpu_gemm_wg_stamps(nullptr, &wg_ctas, &wg_blocks) != GEMMD_OK) wg_ctas = wg_blocks = 0;
+  B.flush_l2();
+  launch();
+  CUDA_OK(cudaStreamSynchronize(B.stream));
+  std::vector<uint64_t> st((size_t)ctas * points * 2);
+  TEST_CHECK(gemmd_gpu_gemm_stamps(st.data(), &ctas, &points) == GEMMD_OK, "stamps");
+  auto ns = [&](uint32_t c, uint32_t p) { return st[((size_t)c * points + p) * 2]; };
+  auto clk = [&](uint32_t c, uint32_t p) { return st[((size_t)c * points + p) * 2 + 1]; };
+  uint64_t first = UINT64_MAX, last_entry = 0, end_min = UINT64_MAX, end_max = 0;
+  uint32_t n = 0;
+  for (uint32_t c = 0; c < ctas; c++) {
+    if (ns(c, 0) == 0) continue;
+    n++;
+    first = std::min(first, ns(c, 0));
+    last_entry = std::max(last_entry, ns(c, 0));
+  }
+  static const char *const kNames[] = {"entry", "header", "sched", "located", "loads", "first_full", "first_tile",
+                                       "last_tile"};
+  std::string line = "  stamps ns since each CTA's start (median over " + std::to_string(n) + " CTAs):";
+  std::string cycles = " | clk:";
+  for (uint32_t p = 1; p < points && p < sizeof kNames / sizeof kNames[0]; p++) {
+    std::vector<double> d, dc;
+    for (uint32_t c = 0; c < ctas; c++) {
+      if (ns(c, 0) == 0 || ns(c, p) == 0) continue;
+      d.push_back((double)(ns(c, p) - ns(c, 0)));
+      dc.push_back((double)(clk(c, p) - clk(c, 0)));
+      if (p == points - 1) {
+        end_min = std::min(end_min, ns(c, p));
+        end_max = std::max(end_max, ns(c, p));
+      }
+    }
+    char cell[64];
+    if (d.empty()) {
+      std::snprintf(cell, sizeof cell, " %s -", kNames[p]);
+      line += cell;
+      continue;
+    }
+    std::snprintf(cell, sizeof cell, " %s %.0f", kNames[p], median(d));
+    line += cell;
+    std::snprintf(cell, sizeof cell, " %.0f", median(dc));
+    cycles += cell;
+  }
+  char tail[160];
+  std::snprintf(tail, sizeof tail, " | starts spread %llu ns; last tiles end %llu..%llu ns after the first start",
+                (unsigned long long)(n ? last_entry - first : 0),
+                (unsigned long long)(end_max ? end_min - first : 0), (unsigned long long)(end_max ? end_max - first : 0));
+  std::printf("%s%s%s\n", line.c_str(), tail, cycles.c_str());
+  print_wgmma_timeline(wg_ctas, wg_blocks);
 }
 
 // FP64 check of a few rows of group g's D (BF16, dense m×n) against the inputs.

@@ -65,11 +65,9 @@
 //   8: 256-row tiles skip the promotion of each K block's last half (one register kept);
 //   9: 256-row tiles skip the promotion of each K block's first half: beside 8, whether a
 //      promotion costs more where it stands between two K blocks (session 15). Both keep
-//      gemmd's scale chunks;
-//  10: as 4 (no loads after the first pass, no promotion), and in 256-row tiles each
-//      warpgroup's two halves go into two accumulators, the next half's WGMMAs issued
-//      before the last half's have completed (one commit group in flight while issuing):
-//      beside 4, what a design with independent WGMMA streams could reach (session 15).
+//      gemmd's scale chunks.
+// (Probe 10, two accumulators per 256-row warpgroup, measured in session 15, is kept as
+// docs/bench/raw/2026-12-02-s15-probe10.patch.)
 #ifndef GEMMD_WGMMA_PROBE
 #define GEMMD_WGMMA_PROBE 0
 #endif
@@ -601,14 +599,19 @@ __device__ __forceinline__ void issue_block(float (&d)[BN / 2], uint32_t a_lo, u
   wgmma_commit();
 }
 
-// The address fields of stage `stage`'s operands for issue_block: A from row `a_row` of the
-// stage's tile, and B.
+// The address fields of a stage's operands for issue_block, from the stage's own field
+// `lo`: A from row `a_row` of the stage's tile, and B.
+template <typename K>
+__device__ __forceinline__ void operands_at(uint32_t lo, uint32_t a_row, uint32_t &a_lo, uint32_t &b_lo) {
+  a_lo = lo + a_row * (BK / 16);
+  b_lo = lo + K::kStageA / 16;
+}
+
+// The same for stage `stage` of the ring.
 template <typename K, uint32_t BN>
 __device__ __forceinline__ void stage_operands(uint8_t *ring, uint32_t stage, uint32_t a_row, uint32_t &a_lo,
                                                uint32_t &b_lo) {
-  const uint32_t lo = desc_lo(ring) + stage * (Ring<K, BN>::kStageBytes / 16);
-  a_lo = lo + a_row * (BK / 16);
-  b_lo = lo + K::kStageA / 16;
+  operands_at<K>(desc_lo(ring) + stage * (Ring<K, BN>::kStageBytes / 16), a_row, a_lo, b_lo);
 }
 
 // ---- Tiles ---------------------------------------------------------------------------------
@@ -738,8 +741,7 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
     for (uint32_t kb = kr.kb0; kb < kr.kb1; kb++) {
       mbar_wait(&bars.empty[stage], phase ^ 1);
       uint8_t *dst = ring + stage * R::kStageBytes;
-      if ((GEMMD_WGMMA_PROBE == 3 || GEMMD_WGMMA_PROBE == 4 || GEMMD_WGMMA_PROBE == 6 || GEMMD_WGMMA_PROBE == 10) &&
-          loads >= R::kStages) {
+      if ((GEMMD_WGMMA_PROBE == 3 || GEMMD_WGMMA_PROBE == 4 || GEMMD_WGMMA_PROBE == 6) && loads >= R::kStages) {
         mbar_arrive(&bars.full[stage]);
       } else {
         const bool load_b = !(GEMMD_WGMMA_PROBE == 1 && kb > 0);  // probe 1: B only at first
@@ -883,8 +885,7 @@ __device__ __forceinline__ void load_scales(const BatchView &v, uint8_t *ring, B
                                  : 0;
     for (uint32_t kb = kr.kb0; kb < kr.kb1; kb++) {
       mbar_wait(&bars.empty[stage], phase ^ 1);
-      if ((GEMMD_WGMMA_PROBE == 3 || GEMMD_WGMMA_PROBE == 4 || GEMMD_WGMMA_PROBE == 6 || GEMMD_WGMMA_PROBE == 10) &&
-          loads >= R::kStages) {
+      if ((GEMMD_WGMMA_PROBE == 3 || GEMMD_WGMMA_PROBE == 4 || GEMMD_WGMMA_PROBE == 6) && loads >= R::kStages) {
         mbar_arrive(&bars.full[stage]);
       } else {
         StageScales<K::BM> &dst = R::scales(ring, stage);
@@ -1011,8 +1012,7 @@ __device__ __forceinline__ void k_block_halves(float (&total)[K::kHalves * BN / 
   for (uint32_t h = 0; h < K::kHalves; h++) {
     uint32_t a_lo, b_lo;
     if (GEMMD_WGMMA_SHADOW) {
-      a_lo = sh.lo + (wg * K::kWgRows + h * 64) * (BK / 16);
-      b_lo = sh.lo + K::kStageA / 16;
+      operands_at<K>(sh.lo, wg * K::kWgRows + h * 64, a_lo, b_lo);
     } else {
       stage_operands<K, BN>(ring, stage, wg * K::kWgRows + h * 64, a_lo, b_lo);
     }
@@ -1141,35 +1141,7 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
   float total[kHalves * kRegs];
 #pragma unroll
   for (uint32_t i = 0; i < kHalves * kRegs; i++) total[i] = 0.0f;
-  if constexpr (GEMMD_WGMMA_PROBE == 10 && kHalves == 2) {
-    // Probe 10: half 0 into blk_a, half 1 into blk_b; a block's stage is released once its
-    // half 1 has completed, after the next block's half 0 is issued.
-    float blk_a[kRegs], blk_b[kRegs];
-    uint32_t prev = 0;
-    for (uint32_t kb = kr.kb0; kb < kr.kb1; kb++) {
-      mbar_wait(&bars.full[stage], phase);
-      uint32_t a_lo, b_lo;
-      stage_operands<K, BN>(ring, stage, wg * kWgRows, a_lo, b_lo);
-      issue_block<BN, kAE5M2, kBE5M2>(blk_a, a_lo, b_lo);
-      if (kb > kr.kb0) {
-        wgmma_wait<1>();  // the block before's half 1
-        release_stage_of<K>(&bars.empty[prev]);
-      }
-      stage_operands<K, BN>(ring, stage, wg * kWgRows + 64, a_lo, b_lo);
-      issue_block<BN, kAE5M2, kBE5M2>(blk_b, a_lo, b_lo);
-      wgmma_wait<1>();  // this block's half 0
-      prev = stage;
-      if (++stage == R::kStages) {
-        stage = 0;
-        phase ^= 1;
-      }
-    }
-    if (kr.kb0 < kr.kb1) {
-      wgmma_wait<0>();
-      release_stage_of<K>(&bars.empty[prev]);
-    }
-    total[0] += blk_a[0] + blk_b[0];  // keeps the WGMMAs
-  } else if constexpr (kHalves > 1) {
+  if constexpr (kHalves > 1) {
     float blk[kRegs];
     Shadow sh;
     if (GEMMD_WGMMA_SHADOW) {
@@ -1799,28 +1771,21 @@ int read_stamps(const T &symbol, uint64_t *out) {
       out == nullptr ? cudaMemset(at, 0, sizeof(T)) : cudaMemcpy(out, at, sizeof(T), cudaMemcpyDeviceToHost);
   return rc == cudaSuccess ? GEMMD_OK : GEMMD_EDEVICE;
 }
+#define READ_STAMPS(symbol, out) read_stamps(symbol, out)
+#else
+#define READ_STAMPS(symbol, out) ((void)(out), GEMMD_ENOTSUP)  // builds without the probe
 #endif
 
 extern "C" int gemmd_gpu_gemm_wg_stamps(uint64_t *out, uint32_t *ctas, uint32_t *blocks) {
   *ctas = kStampCtas;
   *blocks = 2 * kMaxStages;
-#if GEMMD_WGMMA_STAMPS
-  return read_stamps(g_wg_stamps, out);
-#else
-  (void)out;
-  return GEMMD_ENOTSUP;
-#endif
+  return READ_STAMPS(g_wg_stamps, out);
 }
 
 extern "C" int gemmd_gpu_gemm_stamps(uint64_t *out, uint32_t *ctas, uint32_t *points) {
   *ctas = kStampCtas;
   *points = kStampPoints;
-#if GEMMD_WGMMA_STAMPS
-  return read_stamps(g_stamps, out);
-#else
-  (void)out;
-  return GEMMD_ENOTSUP;
-#endif
+  return READ_STAMPS(g_stamps, out);
 }
 
 extern "C" int gemmd_gpu_gemm_prepare(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch) {
