@@ -64,7 +64,7 @@ int gemmd_gpu_gemm_wg_stamps(uint64_t *out, uint32_t *ctas, uint32_t *blocks);
  * ROWS128_SPLIT the K parts per tile. */
 typedef struct gemmd_gpu_tiles_s {
   uint32_t kind;     /* gemmd_tile_kind_t */
-  uint32_t tile_n;   /* columns per tile: 16, 32, 64 or 128; 96 or 192 for ROWS128_WIDE */
+  uint32_t tile_n;   /* columns per tile: 16, 32, 64 or 128; 96 or 192 for ROWS128_WIDE; 96 for ROWS256 */
   uint32_t k_splits; /* K parts per tile (1 but for ROWS128_SPLIT) */
 } gemmd_gpu_tiles_t;
 
@@ -74,8 +74,8 @@ typedef struct gemmd_gpu_tiles_s {
  * to 128 rows and K is long: 2 parts at twice the width), then the width with the
  * least estimated time (waves of tiles over the SMs times a per-K-block cost measured
  * there; docs/bench/kernels.md says which runs): ROWS128_WIDE where 96 or 192 columns
- * cost less than every width of ROWS128 (192 only where every group has 256 rows or
- * more). Host only. */
+ * cost less than every width of ROWS128, except that where 128 × 192 tiles would win (every
+ * group has 256 rows or more) 256 × 96 ROWS256 tiles run instead. Host only. */
 gemmd_gpu_tiles_t gemmd_gpu_gemm_choose_tiles(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms);
 
 /* Kinds of tile a request may force; AUTO: the kernel's choice. */
@@ -83,9 +83,10 @@ gemmd_gpu_tiles_t gemmd_gpu_gemm_choose_tiles(const gemmd_group_params_t *table,
 
 /* gemmd_gpu_gemm_prepare with a forced configuration: `kind` a gemmd_tile_kind_t (or
  * GEMMD_GPU_TILE_KIND_AUTO) and tiles of `tile_n` columns (16, 32, 64 or 128, or 96 or
- * 192: ROWS128_WIDE's, which they choose with AUTO; 0: the best width for that kind).
- * GEMMD_EINVAL for other values or a width the kind lacks, GEMMD_ENOTSUP for a kind the
- * build lacks (gemmd's build has all five; in a build with fewer, such as the probes,
+ * 192: ROWS128_WIDE's, which they choose with AUTO; 96 also ROWS256's; 0: the best width
+ * for that kind). GEMMD_EINVAL for other values or a width the kind lacks, GEMMD_ENOTSUP
+ * for a kind or width the build lacks (gemmd's build has all five kinds and ROWS256 at 96;
+ * in a build with fewer, such as the probes,
  * AUTO gives the first kind built where the rule's kind is missing). Benchmarks and
  * tests. */
 int gemmd_gpu_gemm_prepare_tiles(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch, uint32_t kind,

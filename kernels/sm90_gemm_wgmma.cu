@@ -5,7 +5,8 @@
 // outputs).
 //
 // Per output tile of BM × tile_n (group g, rows m0.., columns n0..; BM 128 or 256 by the
-// batch's kind of tile, tile_n the batch's: 16..128, or 96 or 192 for ROWS128_WIDE):
+// batch's kind of tile, tile_n the batch's: 16..128, or 96 or 192 for ROWS128_WIDE, or 96 for
+// ROWS256):
 //   producer warpgroup, thread 0: for each 128-wide K block, wait for the stage to be
 //     empty, arm its "full" barrier with the bytes to come, and issue two TMA loads: A rows
 //     m0.. (BM, or fewer for a small group: a_box_rows) and B rows n0..n0+tile_n-1, 128
@@ -111,6 +112,16 @@
 #ifndef GEMMD_WGMMA_SHADOW
 #define GEMMD_WGMMA_SHADOW 1
 #endif
+// v23, `r256w96` (GEMMD_WGMMA_ROWS256_96; 1 in gemmd's build, 0 in the probes'): 256-row
+// tiles of 96 columns too (paired, as every 256-row tile), a tile's columns past a row of
+// B's 128×128 scales promoted with the next row's scale as ROWS128_WIDE does; the rule
+// gives them the batches it gave ROWS128_WIDE's 192 columns (the same tile area:
+// 4096x2112x7168 is 352 tiles either way, but 256-row pairs bring 28 KB per SM and K block
+// from L2 where 128 x 192 tiles bring 40). 4096x2112x7168 0.95-0.96x the time (session 16);
+// the joint kernel grew from 54,000 to 73,288 instructions, its other widths as fast.
+#ifndef GEMMD_WGMMA_ROWS256_96
+#define GEMMD_WGMMA_ROWS256_96 (GEMMD_WGMMA_PROBE == 0 ? 1 : 0)
+#endif
 // ROWS256 batches run in wgmma_gemm_kernel_joint (every unsplit kind's code in one kernel,
 // faster for ROWS256: see there) in builds with every kind, as paired tiles (v19): in 2-CTA
 // clusters, the two CTAs on adjacent column tiles of the same 256 rows, each loading half
@@ -144,7 +155,8 @@ namespace {
 //   ROWS256: BM = 256, each consumer warpgroup 128 rows in two 64-row halves that share
 //     one block accumulator (B read once per 256 rows: fewer bytes per FLOP); in 2-CTA
 //     clusters whose CTAs take adjacent column tiles and share A's rows by multicast
-//     (GEMMD_WGMMA_JOINT_ROWS256: the host counts the tiles of a pair's width);
+//     (GEMMD_WGMMA_JOINT_ROWS256: the host counts the tiles of a pair's width); 16..128
+//     columns, and 96 (v23: promoted across B's scale rows as ROWS128_WIDE's);
 //   ROWS128_SPLIT: ROWS128 tiles whose K is cut into header.k_splits parts (split-K), each
 //     part a unit of the persistent grid; each part's FP32 sums go to a workspace and the
 //     last part of a tile to arrive adds them all (in part order) and writes the tile;
@@ -202,13 +214,16 @@ struct StageScales {
 #ifndef GEMMD_WGMMA_SCALE_CHUNKS
 #define GEMMD_WGMMA_SCALE_CHUNKS (GEMMD_WGMMA_PROBE == 0 || GEMMD_WGMMA_PROBE == 8 || GEMMD_WGMMA_PROBE == 9 ? 1 : 0)
 #endif
-template <uint32_t BM>
+// Widths that do not divide 128 also take the next row of B's block scales (b[4..7]).
+template <uint32_t BM, uint32_t BN>
 struct ScaleChunk {
+  static constexpr bool kNext = 128 % BN != 0;
   float a[BM][4];
-  float b[4];
+  float b[kNext ? 8 : 4];
 };
-template <typename K>
-constexpr uint32_t kScaleChunkBytes = GEMMD_WGMMA_SCALE_CHUNKS && K::BM == 256 ? 2 * sizeof(ScaleChunk<K::BM>) : 0;
+template <typename K, uint32_t BN>
+constexpr uint32_t kScaleChunkBytes =
+    GEMMD_WGMMA_SCALE_CHUNKS && K::BM == 256 ? 2 * sizeof(ScaleChunk<K::BM, BN>) : 0;
 
 // The TMA-store epilogue's staging, per consumer warpgroup: BN / kCols boxes of 64 rows ×
 // kCols 2-byte values, dense and swizzled as D's tensor map reads them.
@@ -229,7 +244,7 @@ struct Ring {
   // pairs) fall in 32 different banks (an odd number of 16-byte pieces per row).
   static constexpr uint32_t kOutPitch = BN * 2 + ((BN * 2 / 16) % 2 == 0 ? 16 : 0);
   static constexpr uint32_t kOutBytes = K::kTmaStore ? 2 * 64 * BN * 2 + 1024 : K::BM * kOutPitch;
-  static constexpr uint32_t kChunkBytes = kScaleChunkBytes<K>;
+  static constexpr uint32_t kChunkBytes = kScaleChunkBytes<K, BN>;
   static constexpr uint32_t kStages = (kRingBytes - kOutBytes - kChunkBytes) / kPerStage < kMaxStages
                                           ? (kRingBytes - kOutBytes - kChunkBytes) / kPerStage
                                           : kMaxStages;
@@ -238,8 +253,8 @@ struct Ring {
   __device__ static StageScales<K::BM> &scales(uint8_t *ring, uint32_t stage) {
     return reinterpret_cast<StageScales<K::BM> *>(ring + kStages * kStageBytes)[stage];
   }
-  __device__ static ScaleChunk<K::BM> &chunk(uint8_t *ring, uint32_t i) {
-    return reinterpret_cast<ScaleChunk<K::BM> *>(ring + kStages * kStageBytes +
+  __device__ static ScaleChunk<K::BM, BN> &chunk(uint8_t *ring, uint32_t i) {
+    return reinterpret_cast<ScaleChunk<K::BM, BN> *>(ring + kStages * kStageBytes +
                                                  kStages * sizeof(StageScales<K::BM>))[i];
   }
   __device__ static uint8_t *out_staging(uint8_t *ring) {
@@ -247,7 +262,7 @@ struct Ring {
     return ring + (K::kTmaStore ? (at + 1023) / 1024 * 1024 : at);
   }
   static_assert(kStages >= 2 && kStages * kPerStage + kOutBytes + kChunkBytes <= kRingBytes, "the ring fits");
-  static_assert(sizeof(StageScales<K::BM>) % 16 == 0 && sizeof(ScaleChunk<K::BM>) % 16 == 0,
+  static_assert(sizeof(StageScales<K::BM>) % 16 == 0 && sizeof(ScaleChunk<K::BM, BN>) % 16 == 0,
                 "the chunks and the output staging stay 16-byte aligned");
   static_assert(kStageBytes % 1024 == 0, "128B-swizzled tiles are 1024-byte aligned");
   // n0 is a multiple of BN: a tile's columns cross at most one row boundary of B's scales.
@@ -783,9 +798,20 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
 struct ScaleSource {
   const float *sa, *sb;  // sb: the unit's row of B's 128×128 block scales, or null
   uint32_t m0, m, kblocks;
+  uint32_t sb_next;  // from sb to the row its columns cross into (next_scale_row)
   bool chunked;
 };
-template <typename K>
+
+// Where a tile of BN columns at n0 crosses into the next row of B's 128×128 block scales
+// (widths that do not divide 128; n0 is a multiple of BN, so at most one row boundary):
+// that row's offset from the tile's own, kblocks, else 0 (the tile's own row again).
+template <uint32_t BN>
+__device__ __forceinline__ uint32_t next_scale_row(const TileRef &tr, const gemmd_group_params_t &g,
+                                                   uint32_t kblocks) {
+  return 128 % BN != 0 && tr.n0 % 128 + BN > 128 && tr.n0 / 128 + 1 < gemmd_ceil_div(g.n, 128) ? kblocks : 0;
+}
+
+template <typename K, uint32_t BN>
 __device__ __forceinline__ ScaleSource scale_source(const BatchView &v, const TileRef &tr,
                                                     const gemmd_group_params_t &g) {
   ScaleSource s;
@@ -796,7 +822,8 @@ __device__ __forceinline__ ScaleSource scale_source(const BatchView &v, const Ti
              : nullptr;
   s.m0 = tr.m0;
   s.m = g.m;
-  s.chunked = kScaleChunkBytes<K> != 0 && s.kblocks % 4 == 0 && s.kblocks >= GEMMD_WGMMA_CHUNK_MIN_KBLOCKS &&
+  s.sb_next = next_scale_row<BN>(tr, g, s.kblocks);
+  s.chunked = kScaleChunkBytes<K, BN> != 0 && s.kblocks % 4 == 0 && s.kblocks >= GEMMD_WGMMA_CHUNK_MIN_KBLOCKS &&
               reinterpret_cast<uintptr_t>(s.sa) % 16 == 0 &&
               (s.sb == nullptr || reinterpret_cast<uintptr_t>(s.sb) % 16 == 0);
   return s;
@@ -815,7 +842,7 @@ __device__ __forceinline__ void load_scale_chunks(uint8_t *ring, Barriers &bars,
   const uint32_t lane = threadIdx.x % 32, chunks = s.kblocks / 4;
   auto issue = [&](uint32_t c) {
     if (c < chunks) {
-      ScaleChunk<K::BM> &dst = R::chunk(ring, c % 2);
+      ScaleChunk<K::BM, BN> &dst = R::chunk(ring, c % 2);
       // Not unrolled: the rows' addresses are remade per chunk, not held in the warp's 40
       // registers (unrolled, ptxas kept them and spilled).
 #pragma unroll 1
@@ -823,6 +850,9 @@ __device__ __forceinline__ void load_scale_chunks(uint8_t *ring, Barriers &bars,
         cp_async_16(dst.a[lane + 32 * i], s.sa + (size_t)min(s.m0 + lane + 32 * i, s.m - 1) * s.kblocks + 4 * c);
       }
       if (lane == 0 && s.sb != nullptr) cp_async_16(dst.b, s.sb + 4 * c);
+      if constexpr (ScaleChunk<K::BM, BN>::kNext) {
+        if (lane == 1 && s.sb != nullptr) cp_async_16(dst.b + 4, s.sb + s.sb_next + 4 * c);
+      }
     }
     cp_async_commit();  // empty past the unit's last chunk: every chunk is one group
   };
@@ -831,7 +861,7 @@ __device__ __forceinline__ void load_scale_chunks(uint8_t *ring, Barriers &bars,
   for (uint32_t c = 0; c < chunks; c++) {
     cp_async_wait<1>();  // this lane's copies of chunk c have landed
     __syncwarp();        // and every lane's
-    const ScaleChunk<K::BM> &src = R::chunk(ring, c % 2);
+    const ScaleChunk<K::BM, BN> &src = R::chunk(ring, c % 2);
 #pragma unroll
     for (uint32_t j = 0; j < 4; j++) {
       mbar_wait(&bars.empty[stage], phase ^ 1);
@@ -839,6 +869,9 @@ __device__ __forceinline__ void load_scale_chunks(uint8_t *ring, Barriers &bars,
 #pragma unroll
       for (uint32_t i = 0; i < K::BM / 32; i++) dst.a[lane + 32 * i] = src.a[lane + 32 * i][j];
       if (lane == 0) dst.b = src.b[j];
+      if constexpr (ScaleChunk<K::BM, BN>::kNext) {
+        if (lane == 1) dst.b_next = src.b[4 + j];
+      }
       mbar_arrive(&bars.full[stage]);
       if (++stage == R::kStages) {
         stage = 0;
@@ -866,8 +899,8 @@ __device__ __forceinline__ void load_scales(const BatchView &v, uint8_t *ring, B
     const uint32_t kblocks = gemmd_ceil_div(g.k, BK);
     const KRange kr = k_range<K>(tr, kblocks, v.parts);
     const float *sa = v.sa_arena + g.sa_offset;
-    if constexpr (kScaleChunkBytes<K> != 0) {
-      const ScaleSource s = scale_source<K>(v, tr, g);
+    if constexpr (kScaleChunkBytes<K, BN> != 0) {
+      const ScaleSource s = scale_source<K, BN>(v, tr, g);
       if (s.chunked) {
         load_scale_chunks<K, BN>(ring, bars, s, stage, phase);
         continue;
@@ -879,10 +912,7 @@ __device__ __forceinline__ void load_scales(const BatchView &v, uint8_t *ring, B
     const float *sb = g.b_layout == GEMMD_SCALE_BLOCK_128X128
                           ? reinterpret_cast<const float *>(g.b_scales) + (size_t)(tr.n0 / 128) * kblocks
                           : nullptr;
-    // The next row of B's scales, where the tile's columns cross into it (else this one's).
-    const uint32_t sb_next = 128 % BN != 0 && tr.n0 % 128 + BN > 128 && tr.n0 / 128 + 1 < gemmd_ceil_div(g.n, 128)
-                                 ? kblocks
-                                 : 0;
+    const uint32_t sb_next = next_scale_row<BN>(tr, g, kblocks);
     for (uint32_t kb = kr.kb0; kb < kr.kb1; kb++) {
       mbar_wait(&bars.empty[stage], phase ^ 1);
       if ((GEMMD_WGMMA_PROBE == 3 || GEMMD_WGMMA_PROBE == 4 || GEMMD_WGMMA_PROBE == 6) && loads >= R::kStages) {
@@ -1000,14 +1030,17 @@ template <typename K, uint32_t BN, bool kAE5M2, bool kBE5M2>
 __device__ __forceinline__ void k_block_halves(float (&total)[K::kHalves * BN / 2], float (&blk)[BN / 2],
                                                uint32_t &stage, uint32_t &phase, uint8_t *ring, Barriers &bars,
                                                uint32_t wg, uint32_t r, bool b_block,
-                                               [[maybe_unused]] Shadow &sh, [[maybe_unused]] bool next) {
+                                               [[maybe_unused]] Shadow &sh, [[maybe_unused]] bool next,
+                                               [[maybe_unused]] uint32_t jb) {
   using R = Ring<K, BN>;
-  static_assert(128 % BN == 0, "256-row tiles have widths that divide 128");
+  static_assert(128 % BN == 0 || GEMMD_WGMMA_ROWS256_96, "256-row tiles have widths that divide 128 (r256w96: 96)");
   const uint32_t this_stage = stage, this_block = stage + R::kStages * phase;
   if (GEMMD_WGMMA_STAMPS) wg_stamp(wg, this_block, 0, 2);
   if (!GEMMD_WGMMA_SHADOW || !sh.ready) mbar_wait(&bars.full[stage], phase);
   const StageScales<K::BM> &sc = R::scales(ring, stage);
   const float sb = b_block ? ld_shared_f32(&sc.b) : 1.0f;
+  [[maybe_unused]] float sbn = 1.0f;  // B's next row of scales (widths that do not divide 128)
+  if constexpr (128 % BN != 0) sbn = b_block ? ld_shared_f32(&sc.b_next) : 1.0f;
 #pragma unroll
   for (uint32_t h = 0; h < K::kHalves; h++) {
     uint32_t a_lo, b_lo;
@@ -1018,7 +1051,8 @@ __device__ __forceinline__ void k_block_halves(float (&total)[K::kHalves * BN / 
     }
     if (GEMMD_WGMMA_STAMPS) wg_stamp(wg, this_block, h, 0);
     issue_block<BN, kAE5M2, kBE5M2>(blk, a_lo, b_lo);
-    const float s0 = ld_shared_f32(&sc.a[r + h * 64]) * sb, s1 = ld_shared_f32(&sc.a[r + h * 64 + 8]) * sb;
+    const float sa0 = ld_shared_f32(&sc.a[r + h * 64]), sa1 = ld_shared_f32(&sc.a[r + h * 64 + 8]);
+    const float s0 = sa0 * sb, s1 = sa1 * sb;
     if (GEMMD_WGMMA_SHADOW && h + 1 == K::kHalves) {
       // In the shadow of the last half's WGMMAs: the next block's stage, phase and
       // descriptor field, and whether its data has landed. The asm keeps them here.
@@ -1040,6 +1074,8 @@ __device__ __forceinline__ void k_block_halves(float (&total)[K::kHalves * BN / 
     if (GEMMD_WGMMA_STAMPS && h + 1 == K::kHalves) wg_stamp(wg, this_block, 1, 2);
     if ((GEMMD_WGMMA_PROBE == 8 && h + 1 == K::kHalves) || (GEMMD_WGMMA_PROBE == 9 && h == 0)) {
       total[h * (BN / 2)] += blk[0] * s0;  // keeps the WGMMAs (ptxas drops those whose results are unused)
+    } else if constexpr (128 % BN != 0) {
+      promote_cross(*reinterpret_cast<float(*)[BN / 2]>(&total[h * (BN / 2)]), blk, s0, s1, sa0 * sbn, sa1 * sbn, jb);
     } else {
       promote(*reinterpret_cast<float(*)[BN / 2]>(&total[h * (BN / 2)]), blk, s0, s1);
     }
@@ -1152,7 +1188,8 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
       sh.ready = false;
     }
     for (uint32_t kb = kr.kb0; kb < kr.kb1; kb++) {
-      k_block_halves<K, BN, kAE5M2, kBE5M2>(total, blk, stage, phase, ring, bars, wg, r, b_block, sh, kb + 1 < kr.kb1);
+      k_block_halves<K, BN, kAE5M2, kBE5M2>(total, blk, stage, phase, ring, bars, wg, r, b_block, sh, kb + 1 < kr.kb1,
+                                            jb);
     }
   } else {
     float blk0[kRegs], blk1[kRegs];
@@ -1347,12 +1384,23 @@ __device__ __forceinline__ void with_tile_n(uint32_t tile_n, F &&f) {
   }
 }
 
+// with_tile_n for ROWS256: with r256w96, 96 columns too.
+template <typename F>
+__device__ __forceinline__ void with_rows256_width(uint32_t tile_n, F &&f) {
+  if constexpr (GEMMD_WGMMA_ROWS256_96 != 0) {
+    if (tile_n == 96) return f(std::integral_constant<uint32_t, 96>{});
+  }
+  return with_tile_n(tile_n, f);
+}
+
 // with_tile_n for the kernel of kind K: ROWS128_WIDE has 96 and 192 columns only.
 template <typename K, typename F>
 __device__ __forceinline__ void with_kind_width(uint32_t tile_n, F &&f) {
   if constexpr (K::kId == GEMMD_TILE_ROWS128_WIDE) {
     if (tile_n == 192) return f(std::integral_constant<uint32_t, 192>{});
     return f(std::integral_constant<uint32_t, 96>{});
+  } else if constexpr (K::kId == GEMMD_TILE_ROWS256) {
+    return with_rows256_width(tile_n, f);
   } else {
     return with_tile_n(tile_n, f);
   }
@@ -1417,7 +1465,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
 template <typename F>
 __device__ __forceinline__ void with_kind(uint32_t kind, uint32_t tile_n, F &&f) {
   if (kind == GEMMD_TILE_ROWS256) {
-    return with_tile_n(tile_n, [&](auto bn) { f(KindRows256{}, bn); });
+    return with_rows256_width(tile_n, [&](auto bn) { f(KindRows256{}, bn); });
   }
   if (kind == GEMMD_TILE_ROWS128_TMA_STORE) {
     return with_tile_n(tile_n, [&](auto bn) { f(KindRows128TmaStore{}, bn); });
@@ -1746,7 +1794,11 @@ gemmd_gpu_tiles_t choose_config(const gemmd_group_params_t *table, uint32_t n_gr
     }
     const WidthChoice narrow = choose_narrow(table, n_groups, sms, 128);
     const WidthChoice wide = choose_wide(table, n_groups, sms);
-    if (wide.cost < narrow.cost * 0.999) return gemmd_gpu_tiles_t{GEMMD_TILE_ROWS128_WIDE, wide.tile_n, 1};
+    if (wide.cost < narrow.cost * 0.999) {
+      // r256w96: where 128 × 192 tiles win, 256 × 96 ones of the same area, paired.
+      if (GEMMD_WGMMA_ROWS256_96 && wide.tile_n == 192) return gemmd_gpu_tiles_t{GEMMD_TILE_ROWS256, 96, 1};
+      return gemmd_gpu_tiles_t{GEMMD_TILE_ROWS128_WIDE, wide.tile_n, 1};
+    }
     return gemmd_gpu_tiles_t{kind, narrow.tile_n, 1};
   }
   return gemmd_gpu_tiles_t{kind, choose_tile_n(table, n_groups, sms, kind_rows(kind)), 1};
@@ -1805,11 +1857,15 @@ extern "C" int gemmd_gpu_gemm_prepare_split(gemmd_gpu_kernel_t kernel, void *hos
   const bool wide_n = tile_n == 96 || tile_n == 192;
   if (tile_n != 0 && tile_n != 16 && tile_n != 32 && tile_n != 64 && tile_n != 128 && !wide_n) return GEMMD_EINVAL;
   if (kind != GEMMD_GPU_TILE_KIND_AUTO && kind >= GEMMD_TILE_KINDS) return GEMMD_EINVAL;
-  // The wide widths are ROWS128_WIDE's alone (asked for with AUTO, they choose it).
-  if (tile_n != 0 && wide_n != (kind == GEMMD_TILE_ROWS128_WIDE) && kind != GEMMD_GPU_TILE_KIND_AUTO) {
+  // 256-row tiles of 96 columns (r256w96): a build without them refuses them as a kind
+  // it lacks.
+  const bool rows256_96 = kind == GEMMD_TILE_ROWS256 && tile_n == 96;
+  if (rows256_96 && !GEMMD_WGMMA_ROWS256_96) return GEMMD_ENOTSUP;
+  // The other wide widths are ROWS128_WIDE's alone (asked for with AUTO, they choose it).
+  if (tile_n != 0 && !rows256_96 && wide_n != (kind == GEMMD_TILE_ROWS128_WIDE) && kind != GEMMD_GPU_TILE_KIND_AUTO) {
     return GEMMD_EINVAL;
   }
-  if (wide_n) {
+  if (wide_n && !rows256_96) {
     if (k_splits > 1) return GEMMD_EINVAL;
     kind = GEMMD_TILE_ROWS128_WIDE;
   }
@@ -1841,6 +1897,11 @@ extern "C" int gemmd_gpu_gemm_prepare_split(gemmd_gpu_kernel_t kernel, void *hos
   if (tile_n == 0) {
     tile_n = kind == GEMMD_TILE_ROWS128_WIDE ? choose_wide(table, hdr->n_groups, sms).tile_n
                                              : choose_tile_n(table, hdr->n_groups, sms, bm);
+    // r256w96: the rule's 96 columns for ROWS256 (chosen, or forced where it would choose it).
+    if (GEMMD_WGMMA_ROWS256_96 && kind == GEMMD_TILE_ROWS256) {
+      const gemmd_gpu_tiles_t rule = choose_config(table, hdr->n_groups, sms, false);
+      if (rule.kind == GEMMD_TILE_ROWS256 && rule.tile_n == 96) tile_n = 96;
+    }
   }
   std::call_once(g_encode_once, load_encode);
   if (g_encode == nullptr) return GEMMD_EDEVICE;

@@ -56,8 +56,10 @@ int main() {
       {"8x32768x512", 1, 8, 32768, 512, {128}},
       {"8x7168x2048", 1, 8, 7168, 2048, {32, 64, 128}},
       {"4096x7168x16384", 1, 4096, 7168, 16384, {128}},
-      // ROWS128_WIDE at 192 columns: 152.3 µs vs 164.4 at 128 (session 10, call 5)
-      {"4096x2112x7168", 1, 4096, 2112, 7168, {192}},
+      // ROWS256 at 96 columns (v23): 134.2 µs vs ROWS128_WIDE's 192 141.2, ROWS256's 128
+      // 144.8 (session 16, call 2); before it, ROWS128_WIDE at 192: 152.3 µs vs 164.4 at 128
+      // (session 10, call 5)
+      {"4096x2112x7168", 1, 4096, 2112, 7168, {96}},
       {"decode 64x8 own 4096x4096", 64, 8, 4096, 4096, {128}},
       {"decode 128x4 own 2048x2048", 128, 4, 2048, 2048, {128}},
   };
@@ -78,8 +80,9 @@ int main() {
   const KindCase kinds[] = {
       {"4096x7168x16384", 1, 4096, 7168, 16384, R256},           // 1054 / 1065 / 1001 µs
       {"8192x8192x8192", 1, 8192, 8192, 8192, R256},             // 1244 / 1249 / 1199
-      // ROWS128_WIDE/192 152.3 µs vs ROWS128/128 164.4 (session 10 call 5)
-      {"4096x2112x7168", 1, 4096, 2112, 7168, WIDE},             // 160 / 163 / 183
+      // ROWS256/96 (v23) 134.2 µs vs ROWS128_WIDE/192 141.2 (session 16 call 2); ROWS128_WIDE/192
+      // 152.3 vs ROWS128/128 164.4 (session 10 call 5)
+      {"4096x2112x7168", 1, 4096, 2112, 7168, R256},             // 160 / 163 / 183
       {"4096x4096x7168", 1, 4096, 4096, 7168, R128 | TMA | R256},  // 256 / 261 / 262
       {"4096x32768x512", 1, 4096, 32768, 512, R256},             // 234 / 260 / 225
       {"4096x24576x1536", 1, 4096, 24576, 1536, R128 | R256},    // 360 / 372 / 358
@@ -174,8 +177,10 @@ int main() {
     const Refusal refusals[] = {
         {"width 48", GEMMD_TILE_ROWS128, 48, 0, GEMMD_EINVAL},
         {"kind past the last", GEMMD_TILE_KINDS, 0, 0, GEMMD_EINVAL},
-        // 96 and 192 columns are ROWS128_WIDE's alone, and it has no others.
+        // 96 and 192 columns are ROWS128_WIDE's, 96 also ROWS256's (v23); ROWS128_WIDE has
+        // no others.
         {"width 96 on ROWS128", GEMMD_TILE_ROWS128, 96, 0, GEMMD_EINVAL},
+        {"width 96 on ROWS128_TMA_STORE", GEMMD_TILE_ROWS128_TMA_STORE, 96, 0, GEMMD_EINVAL},
         {"width 192 on ROWS256", GEMMD_TILE_ROWS256, 192, 0, GEMMD_EINVAL},
         {"width 64 on ROWS128_WIDE", GEMMD_TILE_ROWS128_WIDE, 64, 0, GEMMD_EINVAL},
         {"K parts at width 96", AUTO, 96, 2, GEMMD_EINVAL},
