@@ -75,7 +75,10 @@ typedef struct gemmd_gpu_tiles_s {
  * least estimated time (waves of tiles over the SMs times a per-K-block cost measured
  * there; docs/bench/kernels.md says which runs): ROWS128_WIDE where 96 or 192 columns
  * cost less than every width of ROWS128, except that where 128 × 192 tiles would win (every
- * group has 256 rows or more) 256 × 96 ROWS256 tiles run instead. Host only. */
+ * group has 256 rows or more) 256 × 96 ROWS256 tiles run instead. Batches whose groups all
+ * have at least 256 rows and 512 columns take instead the kind and width whose rounds of
+ * tiles over the SMs (ROWS256's pairs over half as many clusters) cost the least, each
+ * priced per output and K block as measured there. Host only. */
 gemmd_gpu_tiles_t gemmd_gpu_gemm_choose_tiles(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms);
 
 /* Kinds of tile a request may force; AUTO: the kernel's choice. */

@@ -1784,8 +1784,63 @@ namespace {
 // The tile configuration for a batch: the kind by the rule, and where the rule says ROWS128
 // and split-K pays (choose_split), ROWS128_SPLIT (`split`: whether it may); where the wide
 // widths cost less than ROWS128's, ROWS128_WIDE; then the width (and K parts).
+// v24, `rounds` (GEMMD_WGMMA_RULE_ROUNDS, 1 unless built with 0; host only, every kernel
+// v23's): for batches whose groups all have >= 256 rows and >= 512 columns, the kind and
+// width whose rounds cost the least: rounds of units over the grid (ROWS256's pair units
+// over sms / 2 clusters) times the average unit's K blocks times the tile's outputs times
+// that kind and width's price per output and K block, measured at N x K 2112 x 7168
+// (session 16 call 6; ps: ROWS256/128 27, ROWS128/128 30-32 (31: M = 3840 and 4608 both
+// right), ROWS256/96 34, ROWS128_WIDE/192 35, /96 39). The older rule (choose_kind below)
+// counted ROWS256's waves in tiles, not pairs, and priced widths by a small-M model: it
+// gave 3840x2112x7168 ROWS256/128 at 143.8 us where ROWS128/128 takes 109.8 (call 7); on
+// issue 6's cases both rules choose the same.
+#ifndef GEMMD_WGMMA_RULE_ROUNDS
+#define GEMMD_WGMMA_RULE_ROUNDS 1
+#endif
+struct RoundsChoice {
+  uint32_t kind, tile_n;
+  double cost;  // < 0: the batch is not one for this rule
+};
+RoundsChoice choose_by_rounds(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms) {
+  RoundsChoice best = {0, 0, -1.0};
+  uint32_t min_m = 0xFFFFFFFFu, min_n = 0xFFFFFFFFu;
+  for (uint32_t g = 0; g < n_groups; g++) {
+    if (runs_here(table[g])) {
+      min_m = std::min(min_m, table[g].m);
+      min_n = std::min(min_n, table[g].n);
+    }
+  }
+  if (min_m == 0xFFFFFFFFu || min_m < 256 || min_n < 512) return best;
+  struct Candidate {
+    uint32_t kind, bm, tn;
+    bool paired;
+    double ps;
+  };
+  const Candidate cands[] = {{GEMMD_TILE_ROWS256, 256, 128, true, 27.0},
+                             {GEMMD_TILE_ROWS256, 256, 96, true, 34.0},
+                             {GEMMD_TILE_ROWS128, 128, 128, false, 31.0},
+                             {GEMMD_TILE_ROWS128_WIDE, 128, 192, false, 35.0},
+                             {GEMMD_TILE_ROWS128_WIDE, 128, 96, false, 39.0}};
+  for (const Candidate &c : cands) {
+    if (c.kind == GEMMD_TILE_ROWS256 && c.tn == 96 && !GEMMD_WGMMA_ROWS256_96) continue;
+    if (!GEMMD_WGMMA_BUILT(c.kind)) continue;
+    const bool paired = c.paired && GEMMD_WGMMA_JOINT_ROWS256;
+    const TileCount t = count_tiles(table, n_groups, c.bm, paired ? 2 * c.tn : c.tn);
+    if (t.tiles == 0) continue;
+    const uint64_t slots = paired ? sms / 2 : sms;
+    const double rounds = (double)((t.tiles + slots - 1) / slots);
+    const double cost = rounds * (t.kblocks / (double)t.tiles) * c.bm * c.tn * c.ps;
+    if (best.cost < 0 || cost < best.cost * 0.999) best = {c.kind, c.tn, cost};
+  }
+  return best;
+}
+
 gemmd_gpu_tiles_t choose_config(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms,
                                 bool split = true) {
+  if (GEMMD_WGMMA_RULE_ROUNDS) {
+    const RoundsChoice r = choose_by_rounds(table, n_groups, sms);
+    if (r.cost >= 0) return gemmd_gpu_tiles_t{r.kind, r.tile_n, 1};
+  }
   const uint32_t kind = choose_kind(table, n_groups, sms);
   if (kind == GEMMD_TILE_ROWS128) {
     if (split) {
@@ -1882,9 +1937,13 @@ extern "C" int gemmd_gpu_gemm_prepare_split(gemmd_gpu_kernel_t kernel, void *hos
   auto *starts = reinterpret_cast<uint32_t *>(tmaps + (size_t)hdr->n_groups * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES);
   const uint32_t sms = (uint32_t)sm_count();
   if (kind == GEMMD_GPU_TILE_KIND_AUTO) {
-    kind = choose_config(table, hdr->n_groups, sms, k_splits != 1).kind;
+    const gemmd_gpu_tiles_t rule = choose_config(table, hdr->n_groups, sms, k_splits != 1);
+    kind = rule.kind;
     if (kind == GEMMD_TILE_ROWS128_WIDE && tile_n != 0) kind = GEMMD_TILE_ROWS128;  // a narrow width asked for
     if (!GEMMD_WGMMA_BUILT(kind)) kind = GEMMD_WGMMA_FALLBACK_KIND;
+    if (GEMMD_WGMMA_RULE_ROUNDS && tile_n == 0 && kind == rule.kind && kind != GEMMD_TILE_ROWS128_SPLIT) {
+      tile_n = rule.tile_n;  // rounds: the rule's width with its kind
+    }
   }
   const uint32_t bm = kind_rows(kind);
   uint32_t parts = 1;

@@ -60,6 +60,7 @@ int main() {
       // 144.8 (session 16, call 2); before it, ROWS128_WIDE at 192: 152.3 µs vs 164.4 at 128
       // (session 10, call 5)
       {"4096x2112x7168", 1, 4096, 2112, 7168, {96}},
+      {"3840x2112x7168", 1, 3840, 2112, 7168, {128}},
       {"decode 64x8 own 4096x4096", 64, 8, 4096, 4096, {128}},
       {"decode 128x4 own 2048x2048", 128, 4, 2048, 2048, {128}},
   };
@@ -79,6 +80,9 @@ int main() {
                      R256 = 1u << GEMMD_TILE_ROWS256, WIDE = 1u << GEMMD_TILE_ROWS128_WIDE;
   const KindCase kinds[] = {
       {"4096x7168x16384", 1, 4096, 7168, 16384, R256},           // 1054 / 1065 / 1001 µs
+      // ROWS128/128 (v24) 109.8 µs vs the old rule's ROWS256/128 143.8 (session 16 call 7;
+      // every kind forced in call 6: ROWS128/128 110.7-111.8, ROWS256/96 136.6)
+      {"3840x2112x7168", 1, 3840, 2112, 7168, R128},
       {"8192x8192x8192", 1, 8192, 8192, 8192, R256},             // 1244 / 1249 / 1199
       // ROWS256/96 (v23) 134.2 µs vs ROWS128_WIDE/192 141.2 (session 16 call 2); ROWS128_WIDE/192
       // 152.3 vs ROWS128/128 164.4 (session 10 call 5)
