@@ -162,7 +162,6 @@ struct Bench {
   }
 };
 
-
 // --stamps: the WGMMA timeline of the run print_stamps made (ctas × 2 warpgroups × blocks ×
 // 2 halves × 3 values, gemmd_gpu_gemm_wg_stamps), as one line.
 void print_wgmma_timeline(uint32_t ctas, uint32_t blocks) {

@@ -89,9 +89,8 @@ gemmd_gpu_tiles_t gemmd_gpu_gemm_choose_tiles(const gemmd_group_params_t *table,
  * 192: ROWS128_WIDE's, which they choose with AUTO; 96 also ROWS256's; 0: the best width
  * for that kind). GEMMD_EINVAL for other values or a width the kind lacks, GEMMD_ENOTSUP
  * for a kind or width the build lacks (gemmd's build has all five kinds and ROWS256 at 96;
- * in a build with fewer, such as the probes,
- * AUTO gives the first kind built where the rule's kind is missing). Benchmarks and
- * tests. */
+ * in a build with fewer, such as the probes, AUTO gives the first kind built where the
+ * rule's kind is missing). Benchmarks and tests. */
 int gemmd_gpu_gemm_prepare_tiles(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch, uint32_t kind,
                                  uint32_t tile_n);
 

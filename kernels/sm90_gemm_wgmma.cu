@@ -1644,6 +1644,21 @@ TileCount count_tiles(const gemmd_group_params_t *table, uint32_t n_groups, uint
   return c;
 }
 
+// The fewest rows and columns among the groups the WGMMA kernel runs (0xFFFFFFFF with none).
+struct GroupExtent {
+  uint32_t min_m, min_n;
+};
+GroupExtent group_extent(const gemmd_group_params_t *table, uint32_t n_groups) {
+  GroupExtent e = {0xFFFFFFFFu, 0xFFFFFFFFu};
+  for (uint32_t g = 0; g < n_groups; g++) {
+    if (runs_here(table[g])) {
+      e.min_m = std::min(e.min_m, table[g].m);
+      e.min_n = std::min(e.min_n, table[g].n);
+    }
+  }
+  return e;
+}
+
 struct WidthChoice {
   uint32_t tile_n;
   double cost;  // the model's, in ns; 0 with no group to run
@@ -1679,10 +1694,7 @@ uint32_t choose_tile_n(const gemmd_group_params_t *table, uint32_t n_groups, uin
 // on N×K 24576×1536 at every M ≤ 128; 192 beat 128 by 7% on 4096×2112×7168 but lost at
 // M ≤ 128 (24576×1536: 2–7% slower than 96) and on the decode batches (1%).
 WidthChoice choose_wide(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms) {
-  uint32_t min_m = 0xFFFFFFFFu;
-  for (uint32_t g = 0; g < n_groups; g++) {
-    if (runs_here(table[g])) min_m = std::min(min_m, table[g].m);
-  }
+  const uint32_t min_m = group_extent(table, n_groups).min_m;
   if (min_m != 0xFFFFFFFFu && min_m >= 256) return best_width(table, n_groups, sms, 128, {192u, 96u});
   return best_width(table, n_groups, sms, 128, {96u});
 }
@@ -1763,10 +1775,7 @@ uint64_t waves(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sm
 // ROWS256 is 7–14% faster than ROWS128 at every M ≥ 4096 case but 4096×2112×7168
 // (session 8, call 6), which the same rule keeps on ROWS128.
 uint32_t choose_kind(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms) {
-  uint32_t min_m = 0xFFFFFFFFu;  // stays so with no group to run: ROWS128
-  for (uint32_t g = 0; g < n_groups; g++) {
-    if (runs_here(table[g])) min_m = std::min(min_m, table[g].m);
-  }
+  const uint32_t min_m = group_extent(table, n_groups).min_m;  // 0xFFFFFFFF with no group to run: ROWS128
   if (min_m != 0xFFFFFFFFu && min_m >= 256 && 2.0 * waves(table, n_groups, sms, 256) <= 1.05 * waves(table, n_groups, sms, 128)) {
     return GEMMD_TILE_ROWS256;
   }
@@ -1781,9 +1790,6 @@ extern "C" uint64_t gemmd_gpu_gemm_sched_bytes(uint32_t n_groups) {
 
 namespace {
 
-// The tile configuration for a batch: the kind by the rule, and where the rule says ROWS128
-// and split-K pays (choose_split), ROWS128_SPLIT (`split`: whether it may); where the wide
-// widths cost less than ROWS128's, ROWS128_WIDE; then the width (and K parts).
 // v24, `rounds` (GEMMD_WGMMA_RULE_ROUNDS, 1 unless built with 0; host only, every kernel
 // v23's): for batches whose groups all have >= 256 rows and >= 512 columns, the kind and
 // width whose rounds cost the least: rounds of units over the grid (ROWS256's pair units
@@ -1803,14 +1809,8 @@ struct RoundsChoice {
 };
 RoundsChoice choose_by_rounds(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms) {
   RoundsChoice best = {0, 0, -1.0};
-  uint32_t min_m = 0xFFFFFFFFu, min_n = 0xFFFFFFFFu;
-  for (uint32_t g = 0; g < n_groups; g++) {
-    if (runs_here(table[g])) {
-      min_m = std::min(min_m, table[g].m);
-      min_n = std::min(min_n, table[g].n);
-    }
-  }
-  if (min_m == 0xFFFFFFFFu || min_m < 256 || min_n < 512) return best;
+  const GroupExtent e = group_extent(table, n_groups);
+  if (e.min_m == 0xFFFFFFFFu || e.min_m < 256 || e.min_n < 512) return best;
   struct Candidate {
     uint32_t kind, bm, tn;
     bool paired;
@@ -1835,6 +1835,10 @@ RoundsChoice choose_by_rounds(const gemmd_group_params_t *table, uint32_t n_grou
   return best;
 }
 
+// The tile configuration for a batch: choose_by_rounds's where it applies; else the kind by
+// choose_kind, and where that says ROWS128 and split-K pays (choose_split), ROWS128_SPLIT
+// (`split`: whether it may); where the wide widths cost less than ROWS128's, ROWS128_WIDE
+// (or, r256w96, ROWS256 at 96 in place of its 192); then the width (and K parts).
 gemmd_gpu_tiles_t choose_config(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms,
                                 bool split = true) {
   if (GEMMD_WGMMA_RULE_ROUNDS) {
@@ -1936,15 +1940,19 @@ extern "C" int gemmd_gpu_gemm_prepare_split(gemmd_gpu_kernel_t kernel, void *hos
   uint8_t *tmaps = bytes + hdr->sched_arena;
   auto *starts = reinterpret_cast<uint32_t *>(tmaps + (size_t)hdr->n_groups * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES);
   const uint32_t sms = (uint32_t)sm_count();
-  if (kind == GEMMD_GPU_TILE_KIND_AUTO) {
-    const gemmd_gpu_tiles_t rule = choose_config(table, hdr->n_groups, sms, k_splits != 1);
+  // The rule's configuration, where it decides the kind or the width.
+  const bool auto_kind = kind == GEMMD_GPU_TILE_KIND_AUTO;
+  const gemmd_gpu_tiles_t rule = auto_kind || tile_n == 0
+                                     ? choose_config(table, hdr->n_groups, sms, auto_kind && k_splits != 1)
+                                     : gemmd_gpu_tiles_t{GEMMD_TILE_KINDS, 0, 1};
+  if (auto_kind) {
     kind = rule.kind;
     if (kind == GEMMD_TILE_ROWS128_WIDE && tile_n != 0) kind = GEMMD_TILE_ROWS128;  // a narrow width asked for
     if (!GEMMD_WGMMA_BUILT(kind)) kind = GEMMD_WGMMA_FALLBACK_KIND;
-    if (GEMMD_WGMMA_RULE_ROUNDS && tile_n == 0 && kind == rule.kind && kind != GEMMD_TILE_ROWS128_SPLIT) {
-      tile_n = rule.tile_n;  // rounds: the rule's width with its kind
-    }
   }
+  // No width asked for and the rule's kind: the rule's width (split-K's comes with its parts
+  // from choose_split below).
+  if (tile_n == 0 && kind == rule.kind && kind != GEMMD_TILE_ROWS128_SPLIT) tile_n = rule.tile_n;
   const uint32_t bm = kind_rows(kind);
   uint32_t parts = 1;
   if (kind == GEMMD_TILE_ROWS128_SPLIT && k_splits != 1) {
@@ -1956,11 +1964,6 @@ extern "C" int gemmd_gpu_gemm_prepare_split(gemmd_gpu_kernel_t kernel, void *hos
   if (tile_n == 0) {
     tile_n = kind == GEMMD_TILE_ROWS128_WIDE ? choose_wide(table, hdr->n_groups, sms).tile_n
                                              : choose_tile_n(table, hdr->n_groups, sms, bm);
-    // r256w96: the rule's 96 columns for ROWS256 (chosen, or forced where it would choose it).
-    if (GEMMD_WGMMA_ROWS256_96 && kind == GEMMD_TILE_ROWS256) {
-      const gemmd_gpu_tiles_t rule = choose_config(table, hdr->n_groups, sms, false);
-      if (rule.kind == GEMMD_TILE_ROWS256 && rule.tile_n == 96) tile_n = 96;
-    }
   }
   std::call_once(g_encode_once, load_encode);
   if (g_encode == nullptr) return GEMMD_EDEVICE;
