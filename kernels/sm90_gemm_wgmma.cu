@@ -1803,6 +1803,16 @@ namespace {
 #ifndef GEMMD_WGMMA_RULE_ROUNDS
 #define GEMMD_WGMMA_RULE_ROUNDS 1
 #endif
+// v25, `rounds64` (GEMMD_WGMMA_RULE_ROUNDS64, 1 unless built with 0; host only): the rounds
+// rule also weighs ROWS128 at 64 columns, at 46 ps per output and K block (44-46 where
+// its tiles take two or more rounds: session 17 call 2, the six DeepGEMM N x K at M = 256
+// ... 8192 with every kind and width forced). Where a batch has few tiles, 128 x 64 tiles
+// fill the SMs that wider ones leave idle: 256x2112x7168 29.6 -> 23.9 us, 256x4096x7168
+// 30.6 -> 24.6, 512x2112x7168 30.0 -> 24.2, 1024x2112x7168 47.8 -> 42.2; on the other
+// 32 shapes of that sweep and on issue 6's cases the rule's choice is unchanged.
+#ifndef GEMMD_WGMMA_RULE_ROUNDS64
+#define GEMMD_WGMMA_RULE_ROUNDS64 1
+#endif
 struct RoundsChoice {
   uint32_t kind, tile_n;
   double cost;  // < 0: the batch is not one for this rule
@@ -1819,10 +1829,12 @@ RoundsChoice choose_by_rounds(const gemmd_group_params_t *table, uint32_t n_grou
   const Candidate cands[] = {{GEMMD_TILE_ROWS256, 256, 128, true, 27.0},
                              {GEMMD_TILE_ROWS256, 256, 96, true, 34.0},
                              {GEMMD_TILE_ROWS128, 128, 128, false, 31.0},
+                             {GEMMD_TILE_ROWS128, 128, 64, false, 46.0},
                              {GEMMD_TILE_ROWS128_WIDE, 128, 192, false, 35.0},
                              {GEMMD_TILE_ROWS128_WIDE, 128, 96, false, 39.0}};
   for (const Candidate &c : cands) {
     if (c.kind == GEMMD_TILE_ROWS256 && c.tn == 96 && !GEMMD_WGMMA_ROWS256_96) continue;
+    if (c.kind == GEMMD_TILE_ROWS128 && c.tn == 64 && !GEMMD_WGMMA_RULE_ROUNDS64) continue;
     if (!GEMMD_WGMMA_BUILT(c.kind)) continue;
     const bool paired = c.paired && GEMMD_WGMMA_JOINT_ROWS256;
     const TileCount t = count_tiles(table, n_groups, c.bm, paired ? 2 * c.tn : c.tn);

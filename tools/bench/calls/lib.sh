@@ -15,3 +15,16 @@ call_setup() {
   chmod 755 "$o"
 }
 pack() { tar -C "$o" -czf "$o.tgz" . && mv -f "$o.tgz" "$call_final/$call_name.tar.gz"; }
+# bench_passes LOG PASSES TIMEOUT_S BUILD [gemm_bench arguments...]: .gpu/bin/BUILD --kernel
+# wgmma --reps 10 ARGS, PASSES times, each table to $o/LOG-pass<i>.log, its rows echoed and
+# the logs packed after every pass.
+bench_passes() {
+  local log="$1" passes="$2" limit="$3" build="$4" pass
+  shift 4
+  for pass in $(seq "$passes"); do
+    timeout -s KILL "$limit" ".gpu/bin/$build" --kernel wgmma --reps 10 "$@" >"$o/$log-pass$pass.log" 2>&1
+    echo "## $log pass $pass ($build $*): rc=$?"
+    grep -E "^(dense|stacked|decode|  )" "$o/$log-pass$pass.log" | cut -c1-220
+    pack
+  done
+}
