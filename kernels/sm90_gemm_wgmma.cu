@@ -1808,8 +1808,9 @@ namespace {
 // its tiles take two or more rounds: session 17 call 2, the six DeepGEMM N x K at M = 256
 // ... 8192 with every kind and width forced). Where a batch has few tiles, 128 x 64 tiles
 // fill the SMs that wider ones leave idle: 256x2112x7168 29.6 -> 23.9 us, 256x4096x7168
-// 30.6 -> 24.6, 512x2112x7168 30.0 -> 24.2, 1024x2112x7168 47.8 -> 42.2; on the other
-// 32 shapes of that sweep and on issue 6's cases the rule's choice is unchanged.
+// 30.6 -> 24.6, 512x2112x7168 30.0 -> 24.2, 1024x2112x7168 47.8 -> 42.2 (call 3: as
+// forced); on the sweep's other shapes (calls 2 and 4) and issue 6's cases the rule's
+// choice is unchanged.
 #ifndef GEMMD_WGMMA_RULE_ROUNDS64
 #define GEMMD_WGMMA_RULE_ROUNDS64 1
 #endif
