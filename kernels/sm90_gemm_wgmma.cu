@@ -1804,7 +1804,7 @@ namespace {
 #define GEMMD_WGMMA_RULE_ROUNDS 1
 #endif
 // v25, `rounds64` (GEMMD_WGMMA_RULE_ROUNDS64, 1 unless built with 0; host only): the rounds
-// rule also weighs ROWS128 at 64 columns, at 46 ps per output and K block (44-46 where
+// rule also weighs ROWS128 at 64 columns, at 46 ps per output and K block (43-48 where
 // its tiles take two or more rounds: session 17 call 2, the six DeepGEMM N x K at M = 256
 // ... 8192 with every kind and width forced). Where a batch has few tiles, 128 x 64 tiles
 // fill the SMs that wider ones leave idle: 256x2112x7168 29.6 -> 23.9 us, 256x4096x7168
@@ -1826,17 +1826,16 @@ RoundsChoice choose_by_rounds(const gemmd_group_params_t *table, uint32_t n_grou
     uint32_t kind, bm, tn;
     bool paired;
     double ps;
+    bool weighed;  // this build weighs it (its width built, its rule version on)
   };
-  const Candidate cands[] = {{GEMMD_TILE_ROWS256, 256, 128, true, 27.0},
-                             {GEMMD_TILE_ROWS256, 256, 96, true, 34.0},
-                             {GEMMD_TILE_ROWS128, 128, 128, false, 31.0},
-                             {GEMMD_TILE_ROWS128, 128, 64, false, 46.0},
-                             {GEMMD_TILE_ROWS128_WIDE, 128, 192, false, 35.0},
-                             {GEMMD_TILE_ROWS128_WIDE, 128, 96, false, 39.0}};
+  const Candidate cands[] = {{GEMMD_TILE_ROWS256, 256, 128, true, 27.0, true},
+                             {GEMMD_TILE_ROWS256, 256, 96, true, 34.0, GEMMD_WGMMA_ROWS256_96 != 0},
+                             {GEMMD_TILE_ROWS128, 128, 128, false, 31.0, true},
+                             {GEMMD_TILE_ROWS128, 128, 64, false, 46.0, GEMMD_WGMMA_RULE_ROUNDS64 != 0},
+                             {GEMMD_TILE_ROWS128_WIDE, 128, 192, false, 35.0, true},
+                             {GEMMD_TILE_ROWS128_WIDE, 128, 96, false, 39.0, true}};
   for (const Candidate &c : cands) {
-    if (c.kind == GEMMD_TILE_ROWS256 && c.tn == 96 && !GEMMD_WGMMA_ROWS256_96) continue;
-    if (c.kind == GEMMD_TILE_ROWS128 && c.tn == 64 && !GEMMD_WGMMA_RULE_ROUNDS64) continue;
-    if (!GEMMD_WGMMA_BUILT(c.kind)) continue;
+    if (!c.weighed || !GEMMD_WGMMA_BUILT(c.kind)) continue;
     const bool paired = c.paired && GEMMD_WGMMA_JOINT_ROWS256;
     const TileCount t = count_tiles(table, n_groups, c.bm, paired ? 2 * c.tn : c.tn);
     if (t.tiles == 0) continue;
