@@ -6,7 +6,7 @@
 //   gemm_bench [--kernel simple|wgmma] [--reps N] [--only SUBSTRING[,SUBSTRING...]] [--csv FILE]
 //              [--tile-n 16,32,64,96,128,192] [--kinds rows128,tma_store,rows256,split,wide]
 //              [--b-scales block|tensor]
-//              [--splits 1,2,4,8] [--shape MxNxK,...] [--flush dirty|clean] [--stamps] [--list]
+//              [--splits 1,2,4,8] [--shape MxNxK,...] [--flush dirty|clean] [--stamps] [--sol] [--list]
 //
 // --only runs the cases whose name holds any of the substrings (say "dense 4096x,stacked");
 // --list prints the names of the cases the arguments select and exits (no GPU needed).
@@ -33,6 +33,11 @@
 // timing one more flushed run of the kernel's own choice, whose per-CTA stamps (kernels/
 // gpu_gemm.h: gemmd_gpu_gemm_stamps) print as a "stamps" line: per point, the median over
 // the CTAs of the time since the CTA's own start, and how the CTAs' starts and ends spread.
+// --sol: after cuBLASLt, times the case's memory floor under the same flush (kernels/
+// l2_scrub.h: gemmd_stream_floor): one plain launch that reads as many bytes as A, B and
+// their scales and writes as many as D, nothing computed; column "sol=" at the end of the
+// row (and sol_us in the CSV). Ours / sol is how far a case is from what moving its bytes
+// costs on this GPU, launch and first-byte latency included.
 // (default kernel: wgmma)
 //
 // Prints µs, TFLOPS, GB/s (A + B + scales + D, each once), ours/cuBLASLt speed ratio and
@@ -136,6 +141,7 @@ struct Bench {
   std::vector<uint32_t> splits; // --splits: K parts per tile to time besides the kernel's own choice
   gemmd_scale_layout_t b_layout = GEMMD_SCALE_BLOCK_128X128;  // --b-scales
   bool stamps = false;  // --stamps
+  bool sol = false;     // --sol
 
   void flush_l2() {
     CUDA_OK(cudaMemsetAsync(flush, 0, flush_bytes, stream));
@@ -328,6 +334,7 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
   std::vector<std::vector<uint8_t>> a(ng);
   std::vector<std::vector<float>> sa(ng);
   uint64_t a_bytes = 0, sa_count = 0, d_bytes = 0;
+  uint64_t read_bytes = 0, write_bytes = 0;  // --sol: what the GEMM must read and write, each once
   double flops = 0, bytes = 0;
   for (uint32_t i = 0; i < ng; i++) {
     const Shape &s = c.groups[i];
@@ -352,6 +359,9 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
     flops += 2.0 * s.m * s.n * s.k;
     bytes += (double)s.m * s.k + 4.0 * gemmd_group_sa_count(s.m, s.k) + 2.0 * s.m * s.n;
     if (!c.share_weight || i == 0) bytes += (double)s.n * s.k + 4.0 * w.scales.size();
+    read_bytes += (uint64_t)s.m * s.k + 4ull * gemmd_group_sa_count(s.m, s.k);
+    if (!c.share_weight || i == 0) read_bytes += (uint64_t)s.n * s.k + 4ull * w.scales.size();
+    write_bytes += 2ull * s.m * s.n;
   }
   gemmd_batch_header_t h;
   std::memset(&h, 0, sizeof h);
@@ -508,27 +518,43 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
   } else {
     lt.ok = false;
   }
+  // --sol: the same bytes moved by a plain read-and-write launch, under the same flush.
+  float sol_us = 0;
+  std::string sol_cell;
+  if (B.sol) {
+    const uint64_t rb = (read_bytes + 15) / 16 * 16, wb = (write_bytes + 15) / 16 * 16;
+    uint8_t *src = dev_alloc<uint8_t>(rb);
+    uint8_t *dst = dev_alloc<uint8_t>(wb);
+    CUDA_OK(cudaMemset(src, 0x3C, rb));
+    CUDA_OK(gemmd_stream_floor(src, rb, dst, wb, B.stream));
+    sol_us = B.time_us([&] { CUDA_OK(gemmd_stream_floor(src, rb, dst, wb, B.stream)); });
+    cudaFree(src);
+    cudaFree(dst);
+    char cell[48];
+    std::snprintf(cell, sizeof cell, " sol=%.1fus", sol_us);
+    sol_cell = cell;
+  }
   const double tf_ours = flops / (ours.us * 1e-6) * 1e-12, tf_lt = lt.us > 0 ? flops / (lt.us * 1e-6) * 1e-12 : 0;
-  std::printf("%-34s %4u %9.1f %8.1f %8.2f %6s | %9.1f %8.1f %8.2f %6s | %6.2fx prep=%.1f/%.1fus kind=%s%s%s\n",
+  std::printf("%-34s %4u %9.1f %8.1f %8.2f %6s | %9.1f %8.1f %8.2f %6s | %6.2fx prep=%.1f/%.1fus kind=%s%s%s%s\n",
               c.name.c_str(), tile_n,
               ours.us, tf_ours,
               bytes / (ours.us * 1e-6) * 1e-12, ours.ok ? "ok" : "FAIL", lt.us, tf_lt,
               lt.us > 0 ? bytes / (lt.us * 1e-6) * 1e-12 : 0.0,
               lt_rc != GEMMD_OK ? gemmd_strerror(lt_rc) : (lt.ok ? "ok" : "FAIL"),
               lt.us > 0 ? lt.us / ours.us : 0.0, prep_cold, prep_warm, gemmd_tile_kind_name(tiles.kind), parts_note,
-              sweep.c_str());
+              sweep.c_str(), sol_cell.c_str());
   if (B.stamps) {
     const uint32_t run_parts = gemmd_gpu_gemm_prepared_parts(host.data());
     print_stamps(B, [&] { gemmd_gpu_gemm_parts_run(B.kernel, batch, run_parts, B.stream); });
   }
   std::fflush(stdout);
   if (csv != nullptr) {
-    std::fprintf(csv, "%s,%s,%u,%.2f,%.1f,%.3f,%.3g,%.2f,%.1f,%.3f,%.3g,%.3f,%.2f,%.2f,%s\n", c.name.c_str(),
+    std::fprintf(csv, "%s,%s,%u,%.2f,%.1f,%.3f,%.3g,%.2f,%.1f,%.3f,%.3g,%.3f,%.2f,%.2f,%s,%.2f\n", c.name.c_str(),
                  gemmd_tile_kind_name(tiles.kind), tile_n, ours.us,
                  tf_ours,
                  bytes / (ours.us * 1e-6) * 1e-12, ours.err_max, lt.us, tf_lt,
                  lt.us > 0 ? bytes / (lt.us * 1e-6) * 1e-12 : 0.0, lt.err_max, lt.us > 0 ? lt.us / ours.us : 0.0,
-                 prep_cold, prep_warm, sweep.c_str());
+                 prep_cold, prep_warm, sweep.c_str(), sol_us);
   }
   for (float *p : sa_lt) cudaFree(p);
   cudaFree(d_lt);
@@ -610,6 +636,10 @@ int main(int argc, char **argv) {
     }
     if (!std::strcmp(argv[i], "--stamps")) {
       B.stamps = true;
+      continue;
+    }
+    if (!std::strcmp(argv[i], "--sol")) {
+      B.sol = true;
       continue;
     }
     bool known = false;
@@ -743,7 +773,7 @@ int main(int argc, char **argv) {
   }
   TEST_CHECK(gemmd_cublaslt_create(64u << 20, &B.lt) == GEMMD_OK, "cublasLt");
   FILE *csv = csv_path ? std::fopen(csv_path, "w") : nullptr;
-  if (csv) std::fprintf(csv, "case,kind,tile_n,us,tflops,tbps,err,lt_us,lt_tflops,lt_tbps,lt_err,speedup,prep_cold_us,prep_warm_us,sweep\n");
+  if (csv) std::fprintf(csv, "case,kind,tile_n,us,tflops,tbps,err,lt_us,lt_tflops,lt_tbps,lt_err,speedup,prep_cold_us,prep_warm_us,sweep,sol_us\n");
   std::printf("%-34s %4s %9s %8s %8s %6s | %9s %8s %8s %6s | %7s%s\n", "case", "tn", "us", "TFLOPS", "TB/s",
               "check", "lt_us", "lt_TF", "lt_TB/s", "check", "vs lt",
               B.sweep.empty() && B.kinds.empty() && B.splits.empty() ? ""

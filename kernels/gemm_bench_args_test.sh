@@ -23,6 +23,7 @@ dense 8x2048x2048" "$("$bench" --shape 1x128x128,8x2048x2048 --list)"
 check "a split sweep" 1 "$("$bench" --splits 1,2,4,8 --only 'dense 64x2112x7168' --list | wc -l)"
 check "shapes and --only" "dense 8x2048x2048" "$("$bench" --shape 1x128x128,8x2048x2048 --only 'dense 8x' --list)"
 check "a clean flush" 2 "$("$bench" --flush clean --only decode --list | wc -l)"
+check "the memory floor" 2 "$("$bench" --sol --only decode --list | wc -l)"
 for bad in "--only nothing-matches" "--bogus 1" "--reps" "--reps 0" "--reps 3x" "--tile-n 48" "--kinds rows512" \
            "--flush warm" \
            "--splits 0" "--splits 9" "--splits 2x" \

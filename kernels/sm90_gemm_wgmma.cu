@@ -67,8 +67,12 @@
 //   9: 256-row tiles skip the promotion of each K block's first half: beside 8, whether a
 //      promotion costs more where it stands between two K blocks (session 15). Both keep
 //      gemmd's scale chunks.
+//  12: staged tiles of 128 columns or fewer are staged in shared memory and read back, but
+//      not stored (beside 5, which skips the whole epilogue: the global stores' share;
+//      session 18).
 // (Probe 10, two accumulators per 256-row warpgroup, measured in session 15, is kept as
-// docs/bench/raw/2026-12-02-s15-probe10.patch.)
+// docs/bench/raw/2026-12-02-s15-probe10.patch; probe 11, each CTA's stores into its own
+// window of D, measured in session 18, as docs/bench/raw/2026-12-02-s18-epionce-probe11.patch.)
 #ifndef GEMMD_WGMMA_PROBE
 #define GEMMD_WGMMA_PROBE 0
 #endif
@@ -210,9 +214,11 @@ struct StageScales {
 // stage's scales from there; per K block it copied 4 bytes per row, a quarter of the LSU's
 // shared-memory wavefronts at 4096x7168x16384 (ncu source counters): 3-5% off the long-K
 // cases (docs/bench/kernels.md, session 13). Groups whose scales cannot or should not come
-// in chunks (scale_source) keep the per-block copies, as do the probe builds.
+// in chunks (scale_source) keep the per-block copies, as do the probe builds but 8, 9 and
+// 12.
 #ifndef GEMMD_WGMMA_SCALE_CHUNKS
-#define GEMMD_WGMMA_SCALE_CHUNKS (GEMMD_WGMMA_PROBE == 0 || GEMMD_WGMMA_PROBE == 8 || GEMMD_WGMMA_PROBE == 9 ? 1 : 0)
+#define GEMMD_WGMMA_SCALE_CHUNKS \
+  (GEMMD_WGMMA_PROBE == 0 || GEMMD_WGMMA_PROBE == 8 || GEMMD_WGMMA_PROBE == 9 || GEMMD_WGMMA_PROBE == 12 ? 1 : 0)
 #endif
 // Widths that do not divide 128 also take the next row of B's block scales (b[4..7]).
 template <uint32_t BM, uint32_t BN>
@@ -1296,6 +1302,9 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
           for (uint32_t u = 0; u < kPieces; u++) {
             const uint32_t i = tid + u * 128, r = i / kChunks, ch = i % kChunks, row = row_base + r,
                            col = tr.n0 + ch * 8;
+            // Probe 12 stages and reads the tile but stores nothing (on a condition the
+            // compiler cannot know is always true).
+            if (GEMMD_WGMMA_PROBE == 12 && v.n_groups != 0xFFFFFFFFu) continue;
             if (i < 64 * kChunks && row < m && col < n) {
               *reinterpret_cast<uint4 *>(D + ((size_t)row * n + col) * 2) = piece[u];
             }

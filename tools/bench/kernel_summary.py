@@ -10,9 +10,10 @@ def rows(path):
     for line in open(path):
         m = re.match(r"^(dense|stacked|decode) (.+?)\s{2,}(\d+\s+)?([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\S+) \|\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(.+?) \|\s+([\d.]+)x", line)
         if m:
+            sol = re.search(r" sol=([\d.]+)us", line)
             yield {"kind": m.group(1), "shape": m.group(2).strip(), "us": float(m.group(4)),
                    "tflops": float(m.group(5)), "tbps": float(m.group(6)), "lt_us": float(m.group(8)),
-                   "ratio": float(m.group(12))}
+                   "ratio": float(m.group(12)), "sol_us": float(sol.group(1)) if sol else None}
 
 
 def geo(xs):
@@ -35,6 +36,15 @@ for path in sys.argv[1:]:
           % (geo([r["ratio"] for r in small]), geo([r["tbps"] for r in small])))
     print("  M in {1,8,16}: %.2fx cuBLASLt where it runs, %.2f TB/s geomean"
           % (geo([r["ratio"] for r in tiny]), geo([r["tbps"] for r in tiny])))
+    # gemm_bench --sol: the memory floor (the same bytes moved by a plain launch).
+    for name, rset in (("M=4096", big), ("M in {64,128}", small), ("M in {1,8,16}", tiny),
+                       ("decode", [r for r in rs if r["kind"] == "decode"])):
+        floors = [r for r in rset if r["sol_us"]]
+        if floors:
+            print("  %s memory floor (--sol): %.2f TB/s geomean; ours at %.2fx its time, cuBLASLt %.2fx (geomean)"
+                  % (name, geo([r["tbps"] * r["us"] / r["sol_us"] for r in floors]),
+                     geo([r["us"] / r["sol_us"] for r in floors]),
+                     geo([r["lt_us"] / r["sol_us"] for r in floors if r["lt_us"] > 0])))
     for r in rs:
         if r["kind"] == "decode":
             print("  decode %s: %.2f TB/s (target >= 3.8), %.2fx cuBLASLt" % (r["shape"], r["tbps"], r["ratio"]))
