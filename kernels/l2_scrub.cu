@@ -47,12 +47,8 @@ extern "C" cudaError_t gemmd_l2_read_all(const void *buf, size_t bytes, cudaStre
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t gemmd_stream_floor(const void *src, size_t read_bytes, void *dst, size_t write_bytes,
+extern "C" cudaError_t gemmd_stream_floor(const void *src, size_t read_bytes, void *dst, size_t write_bytes, int sms,
                                           cudaStream_t stream) {
-  int dev = 0, sms = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  if (e != cudaSuccess) return e;
   // Four 512-thread CTAs per SM (2048 threads, the SM's most), fewer where the bytes are few.
   const size_t pieces = (read_bytes > write_bytes ? read_bytes : write_bytes) / 16;
   size_t ctas = (pieces + 512 * kUnroll - 1) / (512 * kUnroll);

@@ -14,11 +14,12 @@ extern "C" {
 cudaError_t gemmd_l2_read_all(const void *buf, size_t bytes, cudaStream_t stream);
 
 // The memory floor of a GEMM case (gemm_bench --sol): one launch that reads `read_bytes` at
-// `src` once and writes `write_bytes` of zeros at `dst` once (both multiples of 16), every
-// SM with as many loads in flight as it holds, no arithmetic. The bytes a GEMM must move
-// (A, B, their scales in, D out) moved as fast as a plain kernel moves them, launch and
-// first-byte latency included: what no GEMM kernel timed the same way can beat by much.
-cudaError_t gemmd_stream_floor(const void *src, size_t read_bytes, void *dst, size_t write_bytes,
+// `src` once and writes `write_bytes` of zeros at `dst` once (both multiples of 16), four
+// 512-thread CTAs on each of `sms` SMs with four 16-byte loads in flight per thread, no
+// arithmetic. The bytes a GEMM must move (A, B, their scales in, D out) moved as fast as a
+// plain kernel moves them, launch and first-byte latency included: a floor one plain kernel
+// sets, not a proven bound.
+cudaError_t gemmd_stream_floor(const void *src, size_t read_bytes, void *dst, size_t write_bytes, int sms,
                                cudaStream_t stream);
 
 #ifdef __cplusplus
