@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Session 19's first device call (session 18's call 5, run) (docs/bench/kernels.md, 2026-12-02), on a bundle made with
+#   deploy/gpu_bundle.sh //kernels:gemm_bench_stamps //kernels:gemm_bench_stamps_wgskew
+# with "stamps" and "stamps_wgskew" (kernels/BUILD's comment under KERNEL_EXPERIMENTS) in
+# KERNEL_VARIANTS.
+# Does `wgskew`'s lag hold (Next, session 18, item 1)? The stamps build (gemmd's kernel plus
+# timer stamps) with and without the second consumer warpgroup starting 2 us late, on two
+# short-K M = 4096 cases, each with --stamps (per CTA the last K blocks' WGMMA timeline of
+# both warpgroups: "warpgroups' same batch done N apart"); 4096x7168x16384 (long K) beside
+# them. Then both again in the other order.
+# Output: $OUT/call1.tar.gz.
+set -u
+source "$(dirname "$0")/lib.sh" && call_setup call1
+only="dense 4096x32768x512,dense 4096x7168x2048,dense 4096x7168x16384"
+bench_passes stamps 1 60 gemm_bench_stamps --stamps --only "$only"
+bench_passes stamps_wgskew 1 60 gemm_bench_stamps_wgskew --stamps --only "$only"
+bench_passes stamps_wgskew-again 1 60 gemm_bench_stamps_wgskew --stamps --only "$only"
+bench_passes stamps-again 1 60 gemm_bench_stamps --stamps --only "$only"
