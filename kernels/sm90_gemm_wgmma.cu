@@ -116,12 +116,6 @@
 #ifndef GEMMD_WGMMA_SHADOW
 #define GEMMD_WGMMA_SHADOW 1
 #endif
-// Probe `wgskew` (GEMMD_WGMMA_WG_SKEW_NS, 0 unless built with a delay in ns; session 13's
-// candidate, kept for the stamps build): the second consumer warpgroup of 256-row tiles
-// starts that late (consume).
-#ifndef GEMMD_WGMMA_WG_SKEW_NS
-#define GEMMD_WGMMA_WG_SKEW_NS 0
-#endif
 // v23, `r256w96` (GEMMD_WGMMA_ROWS256_96; 1 in gemmd's build, 0 in the probes'): 256-row
 // tiles of 96 columns too (paired, as every 256-row tile), a tile's columns past a row of
 // B's 128×128 scales promoted with the next row's scale as ROWS128_WIDE does; the rule
@@ -1356,16 +1350,6 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
 template <typename K, uint32_t BN>
 __device__ __forceinline__ void consume(const BatchView &v, uint8_t *ring, Barriers &bars, uint32_t wg) {
   uint32_t stage = 0, phase = 0;
-  if constexpr (GEMMD_WGMMA_WG_SKEW_NS > 0 && K::kHalves > 1) {
-    // `wgskew` (session 13; with the stamps in session 18): the second consumer warpgroup
-    // of 256-row tiles starts GEMMD_WGMMA_WG_SKEW_NS late, so the two can run up to the
-    // ring's depth apart and their epilogues need not fall together.
-    if (wg == 1) {
-      const uint64_t until = global_ns() + GEMMD_WGMMA_WG_SKEW_NS;
-      while (global_ns() < until) {
-      }
-    }
-  }
   const bool stamper = GEMMD_WGMMA_STAMPS && wg == 0 && threadIdx.x % 128 == 0;
   if (stamper && first_unit<K>() < v.total_tiles) {
     mbar_wait(&bars.full[0], 0);  // (waited again by the first K block: the phase stays done)
