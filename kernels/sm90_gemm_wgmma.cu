@@ -327,7 +327,9 @@ enum StampPoint : uint32_t {
   kStampHeader,      // thread 0: the batch header's kind read
   kStampSched,       // thread 0: the group tile count known (v21: from the header for one
                      // group, else the prefix sums' total read from the scheduling area)
-  kStampLocated,     // TMA thread: its first unit located, the group's fields read
+  kStampUnit,        // TMA thread: its first unit's group and tile known (locate)
+  kStampAcquired,    // TMA thread: then its two maps' acquire fences passed
+  kStampLocated,     // TMA thread: then the group's fields read (K, rows: the load's bytes)
   kStampFirstLoads,  // TMA thread: the first stage's loads issued
   kStampFirstFull,   // consumer 0: the first stage has landed
   kStampFirstTile,   // consumer 0: its first unit written out
@@ -748,6 +750,7 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
   }
   for (uint32_t t = first_unit<K>(); t < v.total_tiles; t += unit_step<K>()) {
     const TileRef tr = locate_unit<K, BN>(v, t);
+    if (GEMMD_WGMMA_STAMPS && loads == 0) stamp(kStampUnit, tr.n0);
     const uint8_t *tm_a = v.tmaps + (size_t)tr.group * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES;
     const uint8_t *tm_b = tm_a + GEMMD_GPU_TMAP_BYTES;
     if (tr.group != last_group) {
@@ -755,6 +758,7 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
       tmap_acquire(tm_b);
       last_group = tr.group;
     }
+    if (GEMMD_WGMMA_STAMPS && loads == 0) stamp(kStampAcquired);
     const gemmd_group_params_t &g = v.table[tr.group];
     const uint32_t kblocks = gemmd_ceil_div(g.k, BK), bytes = (a_box_rows(g.m, K::BM) + BN) * BK;
     const KRange kr = k_range<K>(tr, kblocks, v.parts);
