@@ -139,18 +139,20 @@
 #define GEMMD_WGMMA_JOINT_ROWS256 0
 #endif
 #endif
-// Candidate `pingpong` (GEMMD_WGMMA_PINGPONG, 0 in gemmd's build): the TMA-store kind's own
-// kernel (not the joint kernel's copy of it) runs ping-pong tiles instead: 128 x BN tiles
-// each consumer warpgroup computes whole (two 64-row halves, as a 256-row tile's
-// warpgroup), the CTA's units alternating between the warpgroups, each staging its own 128
-// rows, so one warpgroup's epilogue runs while the other's K loop does. The two K loops
-// take turns on the tensor pipe (an mbarrier per warpgroup, as CUTLASS's ordered
-// ping-pong): a tile's K loop starts once the CTA's previous tile's has finished (1) or
-// has issued all but its last K block (2), or (3) whenever its data is there (no turns, to
-// time what the turns do). For K <= 2048, where a 256-row tile's epilogue
-// leaves the tensor pipe idle a third of the time (docs/bench/kernels.md, session 19's Next).
-#ifndef GEMMD_WGMMA_PINGPONG
-#define GEMMD_WGMMA_PINGPONG 0
+// Candidate `entryfields` (GEMMD_WGMMA_ENTRY_FIELDS, 0 in gemmd's build): in a one-group
+// batch the scale warp's first two lanes prefetch the group's 64-byte row into L1 right
+// after the header is read (`prefetch.global.L1`, one 32-byte sector each), so the TMA
+// thread's and the scale warp's first reads of it after the CTA's setup hit L1; the entry's
+// L2 prefetch (early) only brings it to L2. Session 19's stamps: 0.7-2.0 us from the tile count to the
+// TMA thread's first unit (docs/bench/kernels.md, session 19's Next, item 2).
+#ifndef GEMMD_WGMMA_ENTRY_FIELDS
+#define GEMMD_WGMMA_ENTRY_FIELDS 0
+#endif
+// Candidate `tmapsys` (GEMMD_WGMMA_TMAP_SYS, 0 in gemmd's build): the tensor maps' acquire
+// fence at system scope, as the CUDA programming guide's example for a map written with
+// cudaMemcpy has it (gemmd's fence is .gpu): what it costs.
+#ifndef GEMMD_WGMMA_TMAP_SYS
+#define GEMMD_WGMMA_TMAP_SYS 0
 #endif
 // The kind a batch gets when the rule's kind is not built: the first that is.
 #define GEMMD_WGMMA_FALLBACK_KIND                                                 \
@@ -190,38 +192,25 @@ constexpr uint32_t kThreads = 128 * (1 + kConsumers);
 constexpr uint32_t kRingBytes = 227 * 1024 - 2048;  // dynamic shared memory for the ring
 constexpr uint32_t kMaxStages = 16;
 
-template <uint32_t kKind, uint32_t kRows, bool kTmaStoreOut, bool kSplitK = false, bool kPingPongTiles = false>
+template <uint32_t kKind, uint32_t kRows, bool kTmaStoreOut, bool kSplitK = false>
 struct Kind {
   static constexpr uint32_t kId = kKind;  // gemmd_tile_kind_t
   static constexpr uint32_t BM = kRows;
   static constexpr bool kTmaStore = kTmaStoreOut;
   static constexpr bool kSplit = kSplitK;
-  // Ping-pong tiles (GEMMD_WGMMA_PINGPONG): each tile is one consumer warpgroup's, whole.
-  static constexpr bool kPingPong = kPingPongTiles;
-  static constexpr uint32_t kWgRows = kPingPong ? BM : BM / kConsumers;  // a consumer warpgroup's rows of the tile
+  static constexpr uint32_t kWgRows = BM / kConsumers;  // a consumer warpgroup's rows of the tile
   static constexpr uint32_t kHalves = kWgRows / 64;     // its 64-row WGMMA passes per K block
-  static constexpr uint32_t kWgRowStride = kPingPong ? 0 : kWgRows;  // warpgroup wg's rows start at wg · this
-  static constexpr uint32_t kStagedRows = kPingPong ? kConsumers * BM : BM;  // rows of the output staging
   static constexpr uint32_t kStageA = BM * BK;
   // Tiles in 2-CTA cluster pairs sharing A's rows (the joint kernel's ROWS256).
   static constexpr bool kPair = GEMMD_WGMMA_JOINT_ROWS256 && kKind == GEMMD_TILE_ROWS256;
   static_assert(!(kTmaStore && kHalves > 1), "TMA stores are built for 64-row warpgroups");
   static_assert(!(kSplit && (kTmaStore || kHalves > 1)), "split-K is built for ROWS128");
-  static_assert(!(kPingPong && (kTmaStore || kSplit)), "ping-pong tiles stage their output");
 };
 using KindRows128 = Kind<GEMMD_TILE_ROWS128, 128, false>;
 using KindRows128TmaStore = Kind<GEMMD_TILE_ROWS128_TMA_STORE, 128, true>;
 using KindRows256 = Kind<GEMMD_TILE_ROWS256, 256, false>;
 using KindRows128Split = Kind<GEMMD_TILE_ROWS128_SPLIT, 128, false, true>;
 using KindRows128Wide = Kind<GEMMD_TILE_ROWS128_WIDE, 128, false>;
-#if GEMMD_WGMMA_PINGPONG
-// GEMMD_WGMMA_PINGPONG's tiles, launched for the TMA-store kind's batches in its place.
-using KindPingPong = Kind<GEMMD_TILE_ROWS128_TMA_STORE, 128, false, false, true>;
-static_assert(KindPingPong::kId == KindRows128TmaStore::kId, "ping-pong takes the TMA-store kind's batches");
-using KindTmaStoreBatches = KindPingPong;
-#else
-using KindTmaStoreBatches = KindRows128TmaStore;
-#endif
 
 // A stage's scales, copied in by the producer warpgroup's second warp (cp.async): A's for
 // the tile's BM rows at the stage's K block, and B's 128×128 block scale (b_next: the next
@@ -275,7 +264,7 @@ struct Ring {
   // values, each row padded by 16 bytes where needed so a warp's pair writes (8 rows × 4
   // pairs) fall in 32 different banks (an odd number of 16-byte pieces per row).
   static constexpr uint32_t kOutPitch = BN * 2 + ((BN * 2 / 16) % 2 == 0 ? 16 : 0);
-  static constexpr uint32_t kOutBytes = K::kTmaStore ? 2 * 64 * BN * 2 + 1024 : K::kStagedRows * kOutPitch;
+  static constexpr uint32_t kOutBytes = K::kTmaStore ? 2 * 64 * BN * 2 + 1024 : K::BM * kOutPitch;
   static constexpr uint32_t kChunkBytes = kScaleChunkBytes<K, BN>;
   static constexpr uint32_t kStages = (kRingBytes - kOutBytes - kChunkBytes) / kPerStage < kMaxStages
                                           ? (kRingBytes - kOutBytes - kChunkBytes) / kPerStage
@@ -353,6 +342,7 @@ enum StampPoint : uint32_t {
   kStampHeader,      // thread 0: the batch header's kind read
   kStampSched,       // thread 0: the group tile count known (v21: from the header for one
                      // group, else the prefix sums' total read from the scheduling area)
+  kStampSynced,      // TMA thread: past the CTA's barrier setup, __syncthreads and setmaxnreg
   kStampUnit,        // TMA thread: its first unit's group and tile known (locate)
   kStampAcquired,    // TMA thread: then its two maps' acquire fences passed
   kStampLocated,     // TMA thread: then the group's fields read (K, rows: the load's bytes)
@@ -533,12 +523,21 @@ __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity) {
 // The tensor map was written by the host into global memory (the batch upload): order
 // this thread's later tensor-map reads after that write.
 __device__ __forceinline__ void tmap_acquire(const void *tmap) {
+#if GEMMD_WGMMA_TMAP_SYS
+  asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;" ::"l"(tmap) : "memory");
+#else
   asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(tmap) : "memory");
+#endif
 }
 
 // Brings the global line at `p` into L2 (a hint).
 [[maybe_unused]] __device__ __forceinline__ void prefetch_l2(const void *p) {
   asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
+// Brings the global line at `p` into this SM's L1 (a hint; entryfields).
+[[maybe_unused]] __device__ __forceinline__ void prefetch_l1(const void *p) {
+  asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
 }
 
 // Brings a tensor map into the TMA unit's descriptor cache ahead of its first use.
@@ -718,21 +717,6 @@ struct Barriers {
   uint64_t full[kMaxStages];
   uint64_t empty[kMaxStages];
 };
-
-// Ping-pong tiles' turns (GEMMD_WGMMA_PINGPONG): turn_bars()[wg] completes a phase each time
-// consumer warpgroup wg gives the tensor pipe up (one arrival, its thread 0).
-__device__ __forceinline__ uint64_t *turn_bars() {
-  __shared__ uint64_t turns[kConsumers];
-  return turns;
-}
-
-// Ring position `n` stages on (a ping-pong warpgroup passing over the other's tile).
-template <uint32_t kStages>
-__device__ __forceinline__ void advance_stages(uint32_t &stage, uint32_t &phase, uint32_t n) {
-  const uint32_t s = stage + n;
-  stage = s % kStages;
-  phase ^= (s / kStages) & 1u;
-}
 
 // What every role of the kernel reads from the batch.
 struct BatchView {
@@ -1096,9 +1080,9 @@ __device__ __forceinline__ void k_block_halves(float (&total)[K::kHalves * BN / 
   for (uint32_t h = 0; h < K::kHalves; h++) {
     uint32_t a_lo, b_lo;
     if (GEMMD_WGMMA_SHADOW) {
-      operands_at<K>(sh.lo, wg * K::kWgRowStride + h * 64, a_lo, b_lo);
+      operands_at<K>(sh.lo, wg * K::kWgRows + h * 64, a_lo, b_lo);
     } else {
-      stage_operands<K, BN>(ring, stage, wg * K::kWgRowStride + h * 64, a_lo, b_lo);
+      stage_operands<K, BN>(ring, stage, wg * K::kWgRows + h * 64, a_lo, b_lo);
     }
     if (GEMMD_WGMMA_STAMPS) wg_stamp(wg, this_block, h, 0);
     issue_block<BN, kAE5M2, kBE5M2>(blk, a_lo, b_lo);
@@ -1193,7 +1177,7 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
                                              bool tr_last, uint8_t *ring, Barriers &bars, uint32_t &stage, uint32_t &phase,
                                              uint32_t wg) {
   using R = Ring<K, BN>;
-  constexpr uint32_t kRegs = BN / 2, kHalves = K::kHalves, kWgRows = K::kWgRowStride;
+  constexpr uint32_t kRegs = BN / 2, kHalves = K::kHalves, kWgRows = K::kWgRows;
   const uint32_t tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
   const KRange kr = k_range<K>(tr, gemmd_ceil_div(g.k, BK), v.parts);
   if (tr.m0 + wg * kWgRows >= g.m) {
@@ -1239,14 +1223,8 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
       sh.ready = false;
     }
     for (uint32_t kb = kr.kb0; kb < kr.kb1; kb++) {
-      if constexpr (K::kPingPong && GEMMD_WGMMA_PINGPONG == 2) {  // the turn given before the last block
-        if (kb + 1 == kr.kb1 && tid == 0) mbar_arrive(&turn_bars()[wg]);
-      }
       k_block_halves<K, BN, kAE5M2, kBE5M2>(total, blk, stage, phase, ring, bars, wg, r, b_block, sh, kb + 1 < kr.kb1,
                                             jb);
-    }
-    if constexpr (K::kPingPong && GEMMD_WGMMA_PINGPONG == 1) {  // the turn given after the K loop
-      if (tid == 0) mbar_arrive(&turn_bars()[wg]);
     }
   } else {
     float blk0[kRegs], blk1[kRegs];
@@ -1407,23 +1385,12 @@ __device__ __forceinline__ void consume(const BatchView &v, uint8_t *ring, Barri
     stamp(kStampFirstFull);
   }
 
-  uint32_t i = 0;  // the CTA's units so far
-  for (uint32_t t = first_unit<K>(); t < v.total_tiles; t += unit_step<K>(), i++) {
+  for (uint32_t t = first_unit<K>(); t < v.total_tiles; t += unit_step<K>()) {
     const TileRef tr = locate_unit<K, BN>(v, t);
     const bool last = t + unit_step<K>() >= v.total_tiles;  // the CTA's last tile
     // By reference: the fields are read from the table (L1) where used, not held in
     // registers through the K loop.
     const gemmd_group_params_t &g = v.table[tr.group];
-    if constexpr (K::kPingPong) {
-      // Unit i is warpgroup i % 2's; the other passes over its stages. Its K loop waits for
-      // the turn of unit i - 1 (the other warpgroup's, which arrives once per unit: phase
-      // (i - 1) / 2 of its barrier).
-      if (i % 2 != wg) {
-        advance_stages<Ring<K, BN>::kStages>(stage, phase, gemmd_ceil_div(g.k, BK));
-        continue;
-      }
-      if (GEMMD_WGMMA_PINGPONG != 3 && i > 0) mbar_wait(&turn_bars()[wg ^ 1], ((i - 1) / 2) & 1u);
-    }
     const bool ae5 = g.a_dtype == GEMMD_DTYPE_FP8_E5M2, be5 = g.b_dtype == GEMMD_DTYPE_FP8_E5M2;
     if (!ae5 && !be5) {
       consume_tile<K, BN, false, false>(v, g, tr, last, ring, bars, stage, phase, wg);
@@ -1498,6 +1465,9 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
   v.table = reinterpret_cast<const gemmd_group_params_t *>(batch + sizeof(gemmd_batch_header_t));
   v.tmaps = batch + hdr->sched_arena;
   v.starts = reinterpret_cast<const uint32_t *>(v.tmaps + (size_t)v.n_groups * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES);
+  if (GEMMD_WGMMA_ENTRY_FIELDS && v.n_groups == 1 && threadIdx.x >= 32 && threadIdx.x < 34) {
+    prefetch_l1(batch + sizeof(gemmd_batch_header_t) + 32 * (threadIdx.x - 32));  // the group's row, into L1
+  }
   v.group_tiles = group_tiles_of(v);
   if (threadIdx.x == 0) stamp(kStampSched, v.group_tiles);
   v.sa_arena = reinterpret_cast<const float *>(batch + hdr->sa_arena);
@@ -1507,10 +1477,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
   if (threadIdx.x == 0) {
     for (uint32_t s = 0; s < kMaxStages; s++) {
       mbar_init(&bars.full[s], 1 + 32);  // the TMA thread, the scale warp's lanes
-      mbar_init(&bars.empty[s], 4 * (K::kPingPong ? 1 : kConsumers));  // one per consumer warp (of the tile's)
-    }
-    if constexpr (K::kPingPong) {
-      for (uint32_t w = 0; w < kConsumers; w++) mbar_init(&turn_bars()[w], 1);
+      mbar_init(&bars.empty[s], 4 * kConsumers);  // one per consumer warp
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
@@ -1524,6 +1491,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
       return with_kind_width<K>(tile_n, [&](auto bn) { load_scales<K, decltype(bn)::value>(v, ring, bars); });
     }
     if (threadIdx.x != 0) return;
+    stamp(kStampSynced);
     return with_kind_width<K>(tile_n, [&](auto bn) { produce<K, decltype(bn)::value>(v, ring, bars); });
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
@@ -1603,6 +1571,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel_joint(const uin
       with_kind(kind, tile_n,
                 [&](auto k, auto bn) { load_scales<decltype(k), decltype(bn)::value>(v, ring, bars); });
     } else if (threadIdx.x == 0) {
+      stamp(kStampSynced);
       with_kind(kind, tile_n, [&](auto k, auto bn) { produce<decltype(k), decltype(bn)::value>(v, ring, bars); });
     }
   } else {
@@ -2186,7 +2155,7 @@ int gemmd_gpu_gemm_wgmma(const void *batch, uint32_t kinds, void *workspace, cud
   }
   if constexpr (GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS128_TMA_STORE)) {
     if (rc == GEMMD_OK && (kinds & (1u << GEMMD_TILE_ROWS128_TMA_STORE))) {
-      rc = launch_kind<KindTmaStoreBatches>(b, ws, stream);
+      rc = launch_kind<KindRows128TmaStore>(b, ws, stream);
     }
   }
   if constexpr (GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS256)) {
