@@ -259,8 +259,8 @@ void print_stamps(Bench &B, F launch) {
     first = std::min(first, ns(c, 0));
     last_entry = std::max(last_entry, ns(c, 0));
   }
-  static const char *const kNames[] = {"entry",  "header",   "sched",   "synced",     "unit",       "acquired",
-                                       "located", "loads", "first_full", "first_tile", "last_tile"};
+  static const char *const kNames[] = {"entry",    "header",  "sched", "synced",     "prefetched", "unit",
+                                       "acquired", "located", "loads", "first_full", "first_tile", "last_tile"};
   std::string line = "  stamps ns since each CTA's start (median over " + std::to_string(n) + " CTAs):";
   std::string cycles = " | clk:";
   for (uint32_t p = 1; p < points && p < sizeof kNames / sizeof kNames[0]; p++) {

@@ -99,10 +99,10 @@
 #define GEMMD_WGMMA_EARLY 1
 #endif
 // Probe `stamps` (GEMMD_WGMMA_STAMPS=1; gemmd's build otherwise, results right): each CTA
-// writes the global timer (ns) and its SM's clock at eight points of a launch
+// writes the global timer (ns) and its SM's clock at each point of a launch in StampPoint
 // (kStampPoints), which gemm_bench --stamps reads back (gemmd_gpu_gemm_stamps): where the
-// fixed cost of a short launch goes (the batch header, the table, the first loads, the
-// first tile, the last).
+// fixed cost of a short launch goes (the batch header, the CTA's setup, the table, the
+// first loads, the first tile, the last).
 #ifndef GEMMD_WGMMA_STAMPS
 #define GEMMD_WGMMA_STAMPS 0
 #endif
@@ -138,21 +138,6 @@
 #else
 #define GEMMD_WGMMA_JOINT_ROWS256 0
 #endif
-#endif
-// Candidate `entryfields` (GEMMD_WGMMA_ENTRY_FIELDS, 0 in gemmd's build): in a one-group
-// batch the scale warp's first two lanes prefetch the group's 64-byte row into L1 right
-// after the header is read (`prefetch.global.L1`, one 32-byte sector each), so the TMA
-// thread's and the scale warp's first reads of it after the CTA's setup hit L1; the entry's
-// L2 prefetch (early) only brings it to L2. Session 19's stamps: 0.7-2.0 us from the tile count to the
-// TMA thread's first unit (docs/bench/kernels.md, session 19's Next, item 2).
-#ifndef GEMMD_WGMMA_ENTRY_FIELDS
-#define GEMMD_WGMMA_ENTRY_FIELDS 0
-#endif
-// Candidate `tmapsys` (GEMMD_WGMMA_TMAP_SYS, 0 in gemmd's build): the tensor maps' acquire
-// fence at system scope, as the CUDA programming guide's example for a map written with
-// cudaMemcpy has it (gemmd's fence is .gpu): what it costs.
-#ifndef GEMMD_WGMMA_TMAP_SYS
-#define GEMMD_WGMMA_TMAP_SYS 0
 #endif
 // The kind a batch gets when the rule's kind is not built: the first that is.
 #define GEMMD_WGMMA_FALLBACK_KIND                                                 \
@@ -343,6 +328,7 @@ enum StampPoint : uint32_t {
   kStampSched,       // thread 0: the group tile count known (v21: from the header for one
                      // group, else the prefix sums' total read from the scheduling area)
   kStampSynced,      // TMA thread: past the CTA's barrier setup, __syncthreads and setmaxnreg
+  kStampPrefetched,  // TMA thread: then a one-group batch's two maps' prefetches issued (early)
   kStampUnit,        // TMA thread: its first unit's group and tile known (locate)
   kStampAcquired,    // TMA thread: then its two maps' acquire fences passed
   kStampLocated,     // TMA thread: then the group's fields read (K, rows: the load's bytes)
@@ -521,23 +507,16 @@ __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity) {
 // ---- TMA -----------------------------------------------------------------------------------
 
 // The tensor map was written by the host into global memory (the batch upload): order
-// this thread's later tensor-map reads after that write.
+// this thread's later tensor-map reads after that write. System scope, as the CUDA
+// programming guide's example for a map written with cudaMemcpy has it (v26; until v25
+// .gpu, which every test also passed): no time measured either way (session 20, call 2).
 __device__ __forceinline__ void tmap_acquire(const void *tmap) {
-#if GEMMD_WGMMA_TMAP_SYS
   asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;" ::"l"(tmap) : "memory");
-#else
-  asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(tmap) : "memory");
-#endif
 }
 
 // Brings the global line at `p` into L2 (a hint).
 [[maybe_unused]] __device__ __forceinline__ void prefetch_l2(const void *p) {
   asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-}
-
-// Brings the global line at `p` into this SM's L1 (a hint; entryfields).
-[[maybe_unused]] __device__ __forceinline__ void prefetch_l1(const void *p) {
-  asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
 }
 
 // Brings a tensor map into the TMA unit's descriptor cache ahead of its first use.
@@ -773,6 +752,7 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
     tmap_prefetch(v.tmaps);
     tmap_prefetch(v.tmaps + GEMMD_GPU_TMAP_BYTES);
   }
+  if (GEMMD_WGMMA_STAMPS) stamp(kStampPrefetched);
   for (uint32_t t = first_unit<K>(); t < v.total_tiles; t += unit_step<K>()) {
     const TileRef tr = locate_unit<K, BN>(v, t);
     if (GEMMD_WGMMA_STAMPS && loads == 0) stamp(kStampUnit, tr.n0);
@@ -1465,9 +1445,6 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
   v.table = reinterpret_cast<const gemmd_group_params_t *>(batch + sizeof(gemmd_batch_header_t));
   v.tmaps = batch + hdr->sched_arena;
   v.starts = reinterpret_cast<const uint32_t *>(v.tmaps + (size_t)v.n_groups * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES);
-  if (GEMMD_WGMMA_ENTRY_FIELDS && v.n_groups == 1 && threadIdx.x >= 32 && threadIdx.x < 34) {
-    prefetch_l1(batch + sizeof(gemmd_batch_header_t) + 32 * (threadIdx.x - 32));  // the group's row, into L1
-  }
   v.group_tiles = group_tiles_of(v);
   if (threadIdx.x == 0) stamp(kStampSched, v.group_tiles);
   v.sa_arena = reinterpret_cast<const float *>(batch + hdr->sa_arena);
