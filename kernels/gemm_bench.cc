@@ -259,11 +259,9 @@ void print_stamps(Bench &B, F launch) {
     first = std::min(first, ns(c, 0));
     last_entry = std::max(last_entry, ns(c, 0));
   }
-  static const char *const kNames[] = {"entry",    "header",  "sched", "synced",     "prefetched", "unit",
-                                       "acquired", "located", "loads", "first_full", "first_tile", "last_tile"};
   std::string line = "  stamps ns since each CTA's start (median over " + std::to_string(n) + " CTAs):";
   std::string cycles = " | clk:";
-  for (uint32_t p = 1; p < points && p < sizeof kNames / sizeof kNames[0]; p++) {
+  for (uint32_t p = 1; p < points; p++) {
     std::vector<double> d, dc;
     for (uint32_t c = 0; c < ctas; c++) {
       if (ns(c, 0) == 0 || ns(c, p) == 0) continue;
@@ -276,11 +274,11 @@ void print_stamps(Bench &B, F launch) {
     }
     char cell[64];
     if (d.empty()) {
-      std::snprintf(cell, sizeof cell, " %s -", kNames[p]);
+      std::snprintf(cell, sizeof cell, " %s -", gemmd_gpu_gemm_stamp_name(p));
       line += cell;
       continue;
     }
-    std::snprintf(cell, sizeof cell, " %s %.0f", kNames[p], median(d));
+    std::snprintf(cell, sizeof cell, " %s %.0f", gemmd_gpu_gemm_stamp_name(p), median(d));
     line += cell;
     std::snprintf(cell, sizeof cell, " %.0f", median(dc));
     cycles += cell;

@@ -54,6 +54,10 @@ void gemmd_gpu_gemm_forget_maps(void);
  * *ctas x *points x 2 values), or with `out` null zeroes it. Sets *ctas and *points; other
  * builds return GEMMD_ENOTSUP. */
 int gemmd_gpu_gemm_stamps(uint64_t *out, uint32_t *ctas, uint32_t *points);
+
+/* The name of stamp point `point` (0 .. *points - 1 of gemmd_gpu_gemm_stamps), "?" past
+ * them; in every build. */
+const char *gemmd_gpu_gemm_stamp_name(uint32_t point);
 /* The same probe's WGMMA timeline: per CTA, consumer warpgroup, K block of the ring's last
  * round (*blocks of them: stage + stages x phase), 64-row half, the SM clock at issue, at
  * completion, and (half 0) before the block's full-barrier wait or (half 1, 256-row tiles)

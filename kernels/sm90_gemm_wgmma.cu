@@ -338,6 +338,10 @@ enum StampPoint : uint32_t {
   kStampLastTile,    // consumer 0: its last unit written out
   kStampPoints
 };
+// Their names, in StampPoint's order (gemmd_gpu_gemm_stamp_name: gemm_bench's labels).
+constexpr const char *kStampNames[] = {"entry",    "header",  "sched", "synced",     "prefetched", "unit",
+                                       "acquired", "located", "loads", "first_full", "first_tile", "last_tile"};
+static_assert(sizeof kStampNames / sizeof kStampNames[0] == kStampPoints, "a name per stamp point");
 constexpr uint32_t kStampCtas = 256;
 #if GEMMD_WGMMA_STAMPS
 __device__ unsigned long long g_stamps[kStampCtas][kStampPoints][2];
@@ -1918,6 +1922,10 @@ int read_stamps(const T &symbol, uint64_t *out) {
 #else
 #define READ_STAMPS(symbol, out) ((void)(out), GEMMD_ENOTSUP)  // builds without the probe
 #endif
+
+extern "C" const char *gemmd_gpu_gemm_stamp_name(uint32_t point) {
+  return point < kStampPoints ? kStampNames[point] : "?";
+}
 
 extern "C" int gemmd_gpu_gemm_wg_stamps(uint64_t *out, uint32_t *ctas, uint32_t *blocks) {
   *ctas = kStampCtas;
