@@ -98,6 +98,17 @@
 #ifndef GEMMD_WGMMA_EARLY
 #define GEMMD_WGMMA_EARLY 1
 #endif
+// Candidate `prologue` (GEMMD_WGMMA_PROLOGUE=1; session 21): in the kernels of one kind
+// (not the joint kernel), the batch header's read overlaps the CTA's setup (barrier init
+// and the CTA's barrier come first, the header's fields are used after them), and the
+// lines where a batch of one or two groups keeps its tensor maps (the scheduling area at
+// byte kPrologueMaps, where gemmd's engine and gemm_bench put it: the header and up to
+// three 64-byte rows before it, rounded up to 256) are prefetched into L2 at the kernel's
+// entry, so the TMA unit's fetch of the maps is an L2 hit. For small-M launches, whose
+// first stage lands ~4.7 us after the CTA starts (session 20's stamps).
+#ifndef GEMMD_WGMMA_PROLOGUE
+#define GEMMD_WGMMA_PROLOGUE 0
+#endif
 // Probe `stamps` (GEMMD_WGMMA_STAMPS=1; gemmd's build otherwise, results right): each CTA
 // writes the global timer (ns) and its SM's clock at each point of a launch in StampPoint
 // (kStampPoints), which gemm_bench --stamps reads back (gemmd_gpu_gemm_stamps): where the
@@ -125,6 +136,13 @@
 // the joint kernel grew from 54,000 to 73,288 instructions, its other widths as fast.
 #ifndef GEMMD_WGMMA_ROWS256_96
 #define GEMMD_WGMMA_ROWS256_96 (GEMMD_WGMMA_PROBE == 0 ? 1 : 0)
+#endif
+// Candidate `r256w88` (GEMMD_WGMMA_ROWS256_88=1; session 21): 256-row tiles of 88 columns
+// too (paired, promoted across B's scale rows as the 96-column ones), which the rounds rule
+// weighs: 4096x2112x7168 is 176 pair units of 96 columns over 66 clusters (2.67 rounds: the
+// last a third idle) but 192 of 88 (2.91), for 8% less work per unit.
+#ifndef GEMMD_WGMMA_ROWS256_88
+#define GEMMD_WGMMA_ROWS256_88 0
 #endif
 // ROWS256 batches run in wgmma_gemm_kernel_joint (every unsplit kind's code in one kernel,
 // faster for ROWS256: see there) in builds with every kind, as paired tiles (v19): in 2-CTA
@@ -176,6 +194,8 @@ constexpr uint32_t kConsumers = 2;
 constexpr uint32_t kThreads = 128 * (1 + kConsumers);
 constexpr uint32_t kRingBytes = 227 * 1024 - 2048;  // dynamic shared memory for the ring
 constexpr uint32_t kMaxStages = 16;
+// prologue: where a batch of one or two groups has its tensor maps (its scheduling area).
+[[maybe_unused]] constexpr uint32_t kPrologueMaps = 256;
 
 template <uint32_t kKind, uint32_t kRows, bool kTmaStoreOut, bool kSplitK = false>
 struct Kind {
@@ -272,7 +292,7 @@ struct Ring {
                 "the chunks and the output staging stay 16-byte aligned");
   static_assert(kStageBytes % 1024 == 0, "128B-swizzled tiles are 1024-byte aligned");
   // n0 is a multiple of BN: a tile's columns cross at most one row boundary of B's scales.
-  static_assert(BN % 8 == 0 && (128 % BN == 0 || BN == 96 || BN == 192), "a width the kernel handles");
+  static_assert(BN % 8 == 0 && (128 % BN == 0 || BN == 88 || BN == 96 || BN == 192), "a width the kernel handles");
 };
 constexpr uint32_t kSmemBytes = kRingBytes + 1024 /* alignment */;
 
@@ -1052,7 +1072,8 @@ __device__ __forceinline__ void k_block_halves(float (&total)[K::kHalves * BN / 
                                                [[maybe_unused]] Shadow &sh, [[maybe_unused]] bool next,
                                                [[maybe_unused]] uint32_t jb) {
   using R = Ring<K, BN>;
-  static_assert(128 % BN == 0 || GEMMD_WGMMA_ROWS256_96, "256-row tiles have widths that divide 128 (r256w96: 96)");
+  static_assert(128 % BN == 0 || (BN == 96 && GEMMD_WGMMA_ROWS256_96) || (BN == 88 && GEMMD_WGMMA_ROWS256_88),
+                "256-row tiles have widths that divide 128 (r256w96: 96; r256w88: 88)");
   const uint32_t this_stage = stage, this_block = stage + R::kStages * phase;
   if (GEMMD_WGMMA_STAMPS) wg_stamp(wg, this_block, 0, 2);
   if (!GEMMD_WGMMA_SHADOW || !sh.ready) mbar_wait(&bars.full[stage], phase);
@@ -1412,6 +1433,9 @@ __device__ __forceinline__ void with_rows256_width(uint32_t tile_n, F &&f) {
   if constexpr (GEMMD_WGMMA_ROWS256_96 != 0) {
     if (tile_n == 96) return f(std::integral_constant<uint32_t, 96>{});
   }
+  if constexpr (GEMMD_WGMMA_ROWS256_88 != 0) {
+    if (tile_n == 88) return f(std::integral_constant<uint32_t, 88>{});
+  }
   return with_tile_n(tile_n, f);
 }
 
@@ -1428,6 +1452,18 @@ __device__ __forceinline__ void with_kind_width(uint32_t tile_n, F &&f) {
   }
 }
 
+// The CTA's barriers: thread 0 initializes the ring's, then every thread meets.
+__device__ __forceinline__ void setup_barriers(Barriers &bars) {
+  if (threadIdx.x == 0) {
+    for (uint32_t s = 0; s < kMaxStages; s++) {
+      mbar_init(&bars.full[s], 1 + 32);  // the TMA thread, the scale warp's lanes
+      mbar_init(&bars.empty[s], 4 * kConsumers);  // one per consumer warp
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+}
+
 // The kernel of tile kind K; on a batch prepared for another kind it returns at once.
 template <typename K>
 __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *batch, float *ws) {
@@ -1437,7 +1473,18 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
 
   if (threadIdx.x == 0) stamp(kStampEntry);
   if (GEMMD_WGMMA_EARLY && threadIdx.x == 32) prefetch_l2(batch + sizeof(gemmd_batch_header_t));  // the first group
+  if (GEMMD_WGMMA_PROLOGUE && threadIdx.x == 64) {  // a batch of one or two groups: their maps
+    prefetch_l2(batch + kPrologueMaps);
+    prefetch_l2(batch + kPrologueMaps + GEMMD_GPU_TMAP_BYTES);
+  }
+#if GEMMD_WGMMA_PROLOGUE
+  // The header's fields are read before the CTA's setup and used after it.
+  const gemmd_batch_header_t header = *reinterpret_cast<const gemmd_batch_header_t *>(batch);
+  setup_barriers(bars);
+  const gemmd_batch_header_t *hdr = &header;
+#else
   const auto *hdr = reinterpret_cast<const gemmd_batch_header_t *>(batch);
+#endif
   if (hdr->tile_kind != K::kId) return;
   if (threadIdx.x == 0) stamp(kStampHeader);
   BatchView v;
@@ -1455,14 +1502,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
   v.d_arena = const_cast<uint8_t *>(batch) + hdr->d_arena;
   const uint32_t tile_n = hdr->tile_n;
 
-  if (threadIdx.x == 0) {
-    for (uint32_t s = 0; s < kMaxStages; s++) {
-      mbar_init(&bars.full[s], 1 + 32);  // the TMA thread, the scale warp's lanes
-      mbar_init(&bars.empty[s], 4 * kConsumers);  // one per consumer warp
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  __syncthreads();
+  if (!GEMMD_WGMMA_PROLOGUE) setup_barriers(bars);
 
   // The producer warpgroup gives its registers to the consumers; each role then runs the
   // batch's tile width.
@@ -1854,6 +1894,7 @@ RoundsChoice choose_by_rounds(const gemmd_group_params_t *table, uint32_t n_grou
   };
   const Candidate cands[] = {{GEMMD_TILE_ROWS256, 256, 128, true, 27.0, true},
                              {GEMMD_TILE_ROWS256, 256, 96, true, 34.0, GEMMD_WGMMA_ROWS256_96 != 0},
+                             {GEMMD_TILE_ROWS256, 256, 88, true, 35.0, GEMMD_WGMMA_ROWS256_88 != 0},
                              {GEMMD_TILE_ROWS128, 128, 128, false, 31.0, true},
                              {GEMMD_TILE_ROWS128, 128, 64, false, 46.0, GEMMD_WGMMA_RULE_ROUNDS64 != 0},
                              {GEMMD_TILE_ROWS128_WIDE, 128, 192, false, 35.0, true},
@@ -1954,8 +1995,13 @@ extern "C" int gemmd_gpu_gemm_prepare_split(gemmd_gpu_kernel_t kernel, void *hos
   if (host_batch == nullptr || dev_batch == 0) return GEMMD_EINVAL;
   if (k_splits > GEMMD_GPU_MAX_K_SPLITS) return GEMMD_EINVAL;
   const bool wide_n = tile_n == 96 || tile_n == 192;
-  if (tile_n != 0 && tile_n != 16 && tile_n != 32 && tile_n != 64 && tile_n != 128 && !wide_n) return GEMMD_EINVAL;
+  if (tile_n != 0 && tile_n != 16 && tile_n != 32 && tile_n != 64 && tile_n != 128 && !wide_n && tile_n != 88) {
+    return GEMMD_EINVAL;
+  }
   if (kind != GEMMD_GPU_TILE_KIND_AUTO && kind >= GEMMD_TILE_KINDS) return GEMMD_EINVAL;
+  // 88 columns are 256-row tiles' alone (r256w88), asked for by kind.
+  if (tile_n == 88 && kind != GEMMD_TILE_ROWS256) return GEMMD_EINVAL;
+  if (tile_n == 88 && !GEMMD_WGMMA_ROWS256_88) return GEMMD_ENOTSUP;
   // 256-row tiles of 96 columns (r256w96): a build without them refuses them as a kind
   // it lacks.
   const bool rows256_96 = kind == GEMMD_TILE_ROWS256 && tile_n == 96;
