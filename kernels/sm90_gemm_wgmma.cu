@@ -105,7 +105,9 @@
 // byte kPrologueMaps, where gemmd's engine and gemm_bench put it: the header and up to
 // three 64-byte rows before it, rounded up to 256) are prefetched into L2 at the kernel's
 // entry, so the TMA unit's fetch of the maps is an L2 hit. For small-M launches, whose
-// first stage lands ~4.7 us after the CTA starts (session 20's stamps).
+// first stage lands ~4.7 us after the CTA starts (session 20's stamps). `prologue2`
+// (GEMMD_WGMMA_PROLOGUE=2): also the first group's table row prefetched into the SM's L1 at
+// entry, for the TMA thread's and the scale warp's first reads of it after the setup.
 #ifndef GEMMD_WGMMA_PROLOGUE
 #define GEMMD_WGMMA_PROLOGUE 0
 #endif
@@ -353,6 +355,7 @@ enum StampPoint : uint32_t {
   kStampAcquired,    // TMA thread: then its two maps' acquire fences passed
   kStampLocated,     // TMA thread: then the group's fields read (K, rows: the load's bytes)
   kStampFirstLoads,  // TMA thread: the first stage's loads issued
+  kStampFirstScales, // scale warp, lane 0: the first stage's scale copies issued
   kStampFirstFull,   // consumer 0: the first stage has landed
   kStampFirstTile,   // consumer 0: its first unit written out
   kStampLastTile,    // consumer 0: its last unit written out
@@ -360,7 +363,7 @@ enum StampPoint : uint32_t {
 };
 // Their names, in StampPoint's order (gemmd_gpu_gemm_stamp_name: gemm_bench's labels).
 constexpr const char *kStampNames[] = {"entry",    "header",  "sched", "synced",     "prefetched", "unit",
-                                       "acquired", "located", "loads", "first_full", "first_tile", "last_tile"};
+                                       "acquired", "located", "loads", "scales", "first_full", "first_tile", "last_tile"};
 static_assert(sizeof kStampNames / sizeof kStampNames[0] == kStampPoints, "a name per stamp point");
 constexpr uint32_t kStampCtas = 256;
 #if GEMMD_WGMMA_STAMPS
@@ -541,6 +544,11 @@ __device__ __forceinline__ void tmap_acquire(const void *tmap) {
 // Brings the global line at `p` into L2 (a hint).
 [[maybe_unused]] __device__ __forceinline__ void prefetch_l2(const void *p) {
   asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
+// Brings the global sector at `p` into this SM's L1 (a hint).
+[[maybe_unused]] __device__ __forceinline__ void prefetch_l1(const void *p) {
+  asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
 }
 
 // Brings a tensor map into the TMA unit's descriptor cache ahead of its first use.
@@ -965,6 +973,7 @@ __device__ __forceinline__ void load_scales(const BatchView &v, uint8_t *ring, B
         if (lane == 0 && sb != nullptr) cp_async_4(&dst.b, sb + kb);
         if (128 % BN != 0 && lane == 1 && sb != nullptr) cp_async_4(&dst.b_next, sb + sb_next + kb);
         cp_async_arrive(&bars.full[stage]);
+        if (GEMMD_WGMMA_STAMPS && lane == 0 && loads == 0) stamp(kStampFirstScales);
       }
       loads++;
       if (++stage == R::kStages) {
@@ -1476,6 +1485,10 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
   if (GEMMD_WGMMA_PROLOGUE && threadIdx.x == 64) {  // a batch of one or two groups: their maps
     prefetch_l2(batch + kPrologueMaps);
     prefetch_l2(batch + kPrologueMaps + GEMMD_GPU_TMAP_BYTES);
+  }
+  if (GEMMD_WGMMA_PROLOGUE >= 2 && threadIdx.x == 0) {  // prologue2: the first group's row, into L1
+    prefetch_l1(batch + sizeof(gemmd_batch_header_t));
+    prefetch_l1(batch + sizeof(gemmd_batch_header_t) + 32);
   }
 #if GEMMD_WGMMA_PROLOGUE
   // The header's fields are read before the CTA's setup and used after it.
