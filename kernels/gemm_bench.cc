@@ -4,7 +4,7 @@
 // reference for both, then timing with an L2 flush before every run (CUDA events, median).
 //
 //   gemm_bench [--kernel simple|wgmma] [--reps N] [--only SUBSTRING[,SUBSTRING...]] [--csv FILE]
-//              [--tile-n 16,32,64,88,96,128,192] [--kinds rows128,tma_store,rows256,split,wide]
+//              [--tile-n 16,32,64,96,128,192] [--kinds rows128,tma_store,rows256,split,wide]
 //              [--b-scales block|tensor]
 //              [--splits 1,2,4,8] [--shape MxNxK,...] [--flush dirty|clean] [--stamps] [--sol] [--list]
 //
@@ -19,8 +19,7 @@
 // each of those kinds of tile (gemmd_tile_kind_t; each checked against FP64 like the
 // kernel's own choice): column "[sweep]", as width:us and kind/width:us; both together
 // time each kind at each width (not the chosen kind at each width; "kind/width:-" where the
-// kind lacks the width: 192 is ROWS128_WIDE's alone, 96 its and ROWS256's, 88 ROWS256's in
-// builds with r256w88). Column "tn" is the
+// kind lacks the width: 192 is ROWS128_WIDE's alone, 96 its and ROWS256's). Column "tn" is the
 // width the kernel chose itself, "kind=" at the end of the row the kind ("parts=" after it:
 // K parts per tile, where the kernel split K).
 // --splits times 128-row tiles with K cut into each of those numbers of parts (split-K, the
@@ -678,9 +677,8 @@ int main(int argc, char **argv) {
       for (const char *p = argv[i]; *p != '\0';) {
         char *end = nullptr;
         const unsigned long tn = std::strtoul(p, &end, 10);
-        if (end == p || (tn != 16 && tn != 32 && tn != 64 && tn != 88 && tn != 96 && tn != 128 && tn != 192)) {
-          std::fprintf(stderr, "gemm_bench: --tile-n takes a list of 16, 32, 64, 88, 96, 128, 192, not '%s'\n",
-                       argv[i]);
+        if (end == p || (tn != 16 && tn != 32 && tn != 64 && tn != 96 && tn != 128 && tn != 192)) {
+          std::fprintf(stderr, "gemm_bench: --tile-n takes a list of 16, 32, 64, 96, 128, 192, not '%s'\n", argv[i]);
           return 2;
         }
         B.sweep.push_back((uint32_t)tn);

@@ -200,12 +200,11 @@ int run_batch(test_rng_t *rng, std::vector<Group> &gs, const char *what, bool ex
                                    {GEMMD_GPU_KERNEL_WGMMA, GEMMD_GPU_TILE_KIND_AUTO, 0, 0, "wgmma"}};
   for (uint32_t kind = 0; kind < GEMMD_TILE_KINDS; kind++) {
     // ROWS128_WIDE has the widths that do not divide 128 (a tile's columns may cross a row
-    // of B's 128×128 scales); the others 16..128, and ROWS256 96 in builds with r256w96 and
-    // 88 in builds with r256w88 (the others refuse them: GEMMD_ENOTSUP, counted as a kind
-    // not built).
+    // of B's 128×128 scales); the others 16..128, and ROWS256 96 in builds with r256w96
+    // (the others refuse it: GEMMD_ENOTSUP, counted as a kind not built).
     const bool wide = kind == GEMMD_TILE_ROWS128_WIDE;
     std::vector<uint32_t> widths = wide ? std::vector<uint32_t>{96, 192} : std::vector<uint32_t>{16, 32, 64, 128};
-    if (kind == GEMMD_TILE_ROWS256) widths.insert(widths.end(), {88, 96});
+    if (kind == GEMMD_TILE_ROWS256) widths.push_back(96);
     for (uint32_t tn : widths) {
       variants.push_back({GEMMD_GPU_KERNEL_WGMMA, kind, tn, 1,
                           std::string("wgmma/") + gemmd_tile_kind_name(kind) + "/" + std::to_string(tn)});

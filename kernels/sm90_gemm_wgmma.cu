@@ -105,9 +105,10 @@
 // byte kPrologueMaps, where gemmd's engine and gemm_bench put it: the header and up to
 // three 64-byte rows before it, rounded up to 256) are prefetched into L2 at the kernel's
 // entry, so the TMA unit's fetch of the maps is an L2 hit. For small-M launches, whose
-// first stage lands ~4.7 us after the CTA starts (session 20's stamps). `prologue2`
-// (GEMMD_WGMMA_PROLOGUE=2): also the first group's table row prefetched into the SM's L1 at
-// entry, for the TMA thread's and the scale warp's first reads of it after the setup.
+// first stage lands ~4.7 us after the CTA starts (session 20's stamps). `prologue3`
+// (GEMMD_WGMMA_PROLOGUE=3): also the first group's m and k read at entry, with the header,
+// and the TMA thread locates the units of a one-group batch of unpaired, unsplit tiles from
+// them without reading the table (session 21: its ~0.5 us read after the setup).
 #ifndef GEMMD_WGMMA_PROLOGUE
 #define GEMMD_WGMMA_PROLOGUE 0
 #endif
@@ -138,13 +139,6 @@
 // the joint kernel grew from 54,000 to 73,288 instructions, its other widths as fast.
 #ifndef GEMMD_WGMMA_ROWS256_96
 #define GEMMD_WGMMA_ROWS256_96 (GEMMD_WGMMA_PROBE == 0 ? 1 : 0)
-#endif
-// Candidate `r256w88` (GEMMD_WGMMA_ROWS256_88=1; session 21): 256-row tiles of 88 columns
-// too (paired, promoted across B's scale rows as the 96-column ones), which the rounds rule
-// weighs: 4096x2112x7168 is 176 pair units of 96 columns over 66 clusters (2.67 rounds: the
-// last a third idle) but 192 of 88 (2.91), for 8% less work per unit.
-#ifndef GEMMD_WGMMA_ROWS256_88
-#define GEMMD_WGMMA_ROWS256_88 0
 #endif
 // ROWS256 batches run in wgmma_gemm_kernel_joint (every unsplit kind's code in one kernel,
 // faster for ROWS256: see there) in builds with every kind, as paired tiles (v19): in 2-CTA
@@ -294,7 +288,7 @@ struct Ring {
                 "the chunks and the output staging stay 16-byte aligned");
   static_assert(kStageBytes % 1024 == 0, "128B-swizzled tiles are 1024-byte aligned");
   // n0 is a multiple of BN: a tile's columns cross at most one row boundary of B's scales.
-  static_assert(BN % 8 == 0 && (128 % BN == 0 || BN == 88 || BN == 96 || BN == 192), "a width the kernel handles");
+  static_assert(BN % 8 == 0 && (128 % BN == 0 || BN == 96 || BN == 192), "a width the kernel handles");
 };
 constexpr uint32_t kSmemBytes = kRingBytes + 1024 /* alignment */;
 
@@ -546,11 +540,6 @@ __device__ __forceinline__ void tmap_acquire(const void *tmap) {
   asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 
-// Brings the global sector at `p` into this SM's L1 (a hint).
-[[maybe_unused]] __device__ __forceinline__ void prefetch_l1(const void *p) {
-  asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
-}
-
 // Brings a tensor map into the TMA unit's descriptor cache ahead of its first use.
 [[maybe_unused]] __device__ __forceinline__ void tmap_prefetch(const void *tmap) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(tmap) : "memory");
@@ -740,6 +729,7 @@ struct BatchView {
   uint32_t n_groups, total_tiles;
   uint32_t parts, tiles;  // split-K: K parts per tile (1: none), output tiles (total_tiles / parts)
   float *ws;              // split-K's workspace (ROWS128_SPLIT)
+  uint32_t first_m, first_k;  // prologue3: the first group's m and k, read at the kernel's entry
 };
 
 // BatchView::group_tiles (v.tiles and v.starts set): with `early` a one-group batch's are
@@ -785,8 +775,16 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
     tmap_prefetch(v.tmaps + GEMMD_GPU_TMAP_BYTES);
   }
   if (GEMMD_WGMMA_STAMPS) stamp(kStampPrefetched);
+  // prologue3: a one-group batch of unpaired, unsplit tiles is located without the table.
+  const bool one_group = GEMMD_WGMMA_PROLOGUE >= 3 && !K::kPair && v.parts == 1 && v.n_groups == 1;
   for (uint32_t t = first_unit<K>(); t < v.total_tiles; t += unit_step<K>()) {
-    const TileRef tr = locate_unit<K, BN>(v, t);
+    TileRef tr;
+    if (one_group) {
+      const uint32_t m_tiles = gemmd_ceil_div(v.first_m, K::BM);
+      tr = {0, (t % m_tiles) * K::BM, (t / m_tiles) * BN, t, 0};
+    } else {
+      tr = locate_unit<K, BN>(v, t);
+    }
     if (GEMMD_WGMMA_STAMPS && loads == 0) stamp(kStampUnit, tr.n0);
     const uint8_t *tm_a = v.tmaps + (size_t)tr.group * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES;
     const uint8_t *tm_b = tm_a + GEMMD_GPU_TMAP_BYTES;
@@ -797,7 +795,8 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
     }
     if (GEMMD_WGMMA_STAMPS && loads == 0) stamp(kStampAcquired);
     const gemmd_group_params_t &g = v.table[tr.group];
-    const uint32_t kblocks = gemmd_ceil_div(g.k, BK), bytes = (a_box_rows(g.m, K::BM) + BN) * BK;
+    const uint32_t gm = one_group ? v.first_m : g.m, gk = one_group ? v.first_k : g.k;
+    const uint32_t kblocks = gemmd_ceil_div(gk, BK), bytes = (a_box_rows(gm, K::BM) + BN) * BK;
     const KRange kr = k_range<K>(tr, kblocks, v.parts);
     if (GEMMD_WGMMA_STAMPS && loads == 0) stamp(kStampLocated, bytes);
     for (uint32_t kb = kr.kb0; kb < kr.kb1; kb++) {
@@ -807,14 +806,14 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
         mbar_arrive(&bars.full[stage]);
       } else {
         const bool load_b = !(GEMMD_WGMMA_PROBE == 1 && kb > 0);  // probe 1: B only at first
-        mbar_arrive_expect_tx(&bars.full[stage], load_b ? bytes : a_box_rows(g.m, K::BM) * BK);
+        mbar_arrive_expect_tx(&bars.full[stage], load_b ? bytes : a_box_rows(gm, K::BM) * BK);
         if constexpr (K::kPair) {
           // This CTA's half of A's rows, multicast: both halves land in each CTA (the other
           // CTA's bytes may be counted before this arms the barrier: the phase still waits
           // for this thread's arrival). A group of fewer rows than the tile: rank 0 brings
           // them all.
           const uint32_t rank = cluster_rank();
-          if (g.m >= K::BM) {
+          if (gm >= K::BM) {
             tma_load_2d_multicast(dst + rank * (K::BM / 2) * BK, tm_a, &bars.full[stage], kb * BK,
                                   tr.m0 + rank * (K::BM / 2));
           } else if (rank == 0) {
@@ -1081,8 +1080,7 @@ __device__ __forceinline__ void k_block_halves(float (&total)[K::kHalves * BN / 
                                                [[maybe_unused]] Shadow &sh, [[maybe_unused]] bool next,
                                                [[maybe_unused]] uint32_t jb) {
   using R = Ring<K, BN>;
-  static_assert(128 % BN == 0 || (BN == 96 && GEMMD_WGMMA_ROWS256_96) || (BN == 88 && GEMMD_WGMMA_ROWS256_88),
-                "256-row tiles have widths that divide 128 (r256w96: 96; r256w88: 88)");
+  static_assert(128 % BN == 0 || GEMMD_WGMMA_ROWS256_96, "256-row tiles have widths that divide 128 (r256w96: 96)");
   const uint32_t this_stage = stage, this_block = stage + R::kStages * phase;
   if (GEMMD_WGMMA_STAMPS) wg_stamp(wg, this_block, 0, 2);
   if (!GEMMD_WGMMA_SHADOW || !sh.ready) mbar_wait(&bars.full[stage], phase);
@@ -1442,9 +1440,6 @@ __device__ __forceinline__ void with_rows256_width(uint32_t tile_n, F &&f) {
   if constexpr (GEMMD_WGMMA_ROWS256_96 != 0) {
     if (tile_n == 96) return f(std::integral_constant<uint32_t, 96>{});
   }
-  if constexpr (GEMMD_WGMMA_ROWS256_88 != 0) {
-    if (tile_n == 88) return f(std::integral_constant<uint32_t, 88>{});
-  }
   return with_tile_n(tile_n, f);
 }
 
@@ -1486,13 +1481,13 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
     prefetch_l2(batch + kPrologueMaps);
     prefetch_l2(batch + kPrologueMaps + GEMMD_GPU_TMAP_BYTES);
   }
-  if (GEMMD_WGMMA_PROLOGUE >= 2 && threadIdx.x == 0) {  // prologue2: the first group's row, into L1
-    prefetch_l1(batch + sizeof(gemmd_batch_header_t));
-    prefetch_l1(batch + sizeof(gemmd_batch_header_t) + 32);
-  }
 #if GEMMD_WGMMA_PROLOGUE
   // The header's fields are read before the CTA's setup and used after it.
   const gemmd_batch_header_t header = *reinterpret_cast<const gemmd_batch_header_t *>(batch);
+#if GEMMD_WGMMA_PROLOGUE >= 3
+  const auto *first_row = reinterpret_cast<const gemmd_group_params_t *>(batch + sizeof(gemmd_batch_header_t));
+  const uint32_t first_m = first_row->m, first_k = first_row->k;  // (the TMA thread's, for one group)
+#endif
   setup_barriers(bars);
   const gemmd_batch_header_t *hdr = &header;
 #else
@@ -1513,6 +1508,10 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
   if (threadIdx.x == 0) stamp(kStampSched, v.group_tiles);
   v.sa_arena = reinterpret_cast<const float *>(batch + hdr->sa_arena);
   v.d_arena = const_cast<uint8_t *>(batch) + hdr->d_arena;
+#if GEMMD_WGMMA_PROLOGUE >= 3
+  v.first_m = first_m;
+  v.first_k = first_k;
+#endif
   const uint32_t tile_n = hdr->tile_n;
 
   if (!GEMMD_WGMMA_PROLOGUE) setup_barriers(bars);
@@ -1582,6 +1581,9 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel_joint(const uin
   v.parts = 1;
   v.tiles = v.total_tiles;
   v.ws = ws;
+#if GEMMD_WGMMA_PROLOGUE >= 3
+  v.first_m = v.first_k = 0;  // (its kinds' units are paired: located from the table)
+#endif
   v.table = reinterpret_cast<const gemmd_group_params_t *>(batch + sizeof(gemmd_batch_header_t));
   v.tmaps = batch + hdr->sched_arena;
   v.starts = reinterpret_cast<const uint32_t *>(v.tmaps + (size_t)v.n_groups * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES);
@@ -1907,7 +1909,6 @@ RoundsChoice choose_by_rounds(const gemmd_group_params_t *table, uint32_t n_grou
   };
   const Candidate cands[] = {{GEMMD_TILE_ROWS256, 256, 128, true, 27.0, true},
                              {GEMMD_TILE_ROWS256, 256, 96, true, 34.0, GEMMD_WGMMA_ROWS256_96 != 0},
-                             {GEMMD_TILE_ROWS256, 256, 88, true, 35.0, GEMMD_WGMMA_ROWS256_88 != 0},
                              {GEMMD_TILE_ROWS128, 128, 128, false, 31.0, true},
                              {GEMMD_TILE_ROWS128, 128, 64, false, 46.0, GEMMD_WGMMA_RULE_ROUNDS64 != 0},
                              {GEMMD_TILE_ROWS128_WIDE, 128, 192, false, 35.0, true},
@@ -2008,13 +2009,8 @@ extern "C" int gemmd_gpu_gemm_prepare_split(gemmd_gpu_kernel_t kernel, void *hos
   if (host_batch == nullptr || dev_batch == 0) return GEMMD_EINVAL;
   if (k_splits > GEMMD_GPU_MAX_K_SPLITS) return GEMMD_EINVAL;
   const bool wide_n = tile_n == 96 || tile_n == 192;
-  if (tile_n != 0 && tile_n != 16 && tile_n != 32 && tile_n != 64 && tile_n != 128 && !wide_n && tile_n != 88) {
-    return GEMMD_EINVAL;
-  }
+  if (tile_n != 0 && tile_n != 16 && tile_n != 32 && tile_n != 64 && tile_n != 128 && !wide_n) return GEMMD_EINVAL;
   if (kind != GEMMD_GPU_TILE_KIND_AUTO && kind >= GEMMD_TILE_KINDS) return GEMMD_EINVAL;
-  // 88 columns are 256-row tiles' alone (r256w88), asked for by kind.
-  if (tile_n == 88 && kind != GEMMD_TILE_ROWS256) return GEMMD_EINVAL;
-  if (tile_n == 88 && !GEMMD_WGMMA_ROWS256_88) return GEMMD_ENOTSUP;
   // 256-row tiles of 96 columns (r256w96): a build without them refuses them as a kind
   // it lacks.
   const bool rows256_96 = kind == GEMMD_TILE_ROWS256 && tile_n == 96;
