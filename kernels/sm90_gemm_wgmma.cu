@@ -98,19 +98,20 @@
 #ifndef GEMMD_WGMMA_EARLY
 #define GEMMD_WGMMA_EARLY 1
 #endif
-// Candidate `prologue` (GEMMD_WGMMA_PROLOGUE=1; session 21): in the kernels of one kind
-// (not the joint kernel), the batch header's read overlaps the CTA's setup (barrier init
-// and the CTA's barrier come first, the header's fields are used after them), and the
-// lines where a batch of one or two groups keeps its tensor maps (the scheduling area at
-// byte kPrologueMaps, where gemmd's engine and gemm_bench put it: the header and up to
-// three 64-byte rows before it, rounded up to 256) are prefetched into L2 at the kernel's
-// entry, so the TMA unit's fetch of the maps is an L2 hit. For small-M launches, whose
-// first stage lands ~4.7 us after the CTA starts (session 20's stamps). `prologue3`
-// (GEMMD_WGMMA_PROLOGUE=3): also the first group's m and k read at entry, with the header,
-// and the TMA thread locates the units of a one-group batch of unpaired, unsplit tiles from
-// them without reading the table (session 21: its ~0.5 us read after the setup).
+// v27, `prologue` (GEMMD_WGMMA_PROLOGUE, 1 unless built with 0): in the kernels of one
+// kind (not the joint kernel), the batch header's read overlaps the CTA's setup (barrier
+// init and the CTA's barrier come first, the header's fields are used after them), and the
+// first group's tensor maps are prefetched into L2 at the kernel's entry, where a batch of
+// one group keeps them (its scheduling area at byte kPrologueMaps: the header, its row and
+// up to two quantization jobs take less, rounded up to 256 by gemmd's engine and
+// gemm_bench), so the TMA unit's fetch of the maps is an L2 hit. Small M: the first stage
+// lands ~0.3 us sooner (4.77 -> 4.46 us, median of the stamps), M <= 128 0.97-0.99x the
+// time (six runs in three calls, both orders; decode 1.00x). Prefetching the group's table
+// row into L1 too (prologue2) made them 2-14% slower, and locating a one-group batch's
+// units from m and k read at entry (prologue3) 3-10% slower at K <= 2048 (session 21;
+// docs/bench/raw/2026-12-02-s21-r256w88-prologue2.patch, -prologue3.patch).
 #ifndef GEMMD_WGMMA_PROLOGUE
-#define GEMMD_WGMMA_PROLOGUE 0
+#define GEMMD_WGMMA_PROLOGUE 1
 #endif
 // Probe `stamps` (GEMMD_WGMMA_STAMPS=1; gemmd's build otherwise, results right): each CTA
 // writes the global timer (ns) and its SM's clock at each point of a launch in StampPoint
@@ -729,7 +730,6 @@ struct BatchView {
   uint32_t n_groups, total_tiles;
   uint32_t parts, tiles;  // split-K: K parts per tile (1: none), output tiles (total_tiles / parts)
   float *ws;              // split-K's workspace (ROWS128_SPLIT)
-  uint32_t first_m, first_k;  // prologue3: the first group's m and k, read at the kernel's entry
 };
 
 // BatchView::group_tiles (v.tiles and v.starts set): with `early` a one-group batch's are
@@ -775,16 +775,8 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
     tmap_prefetch(v.tmaps + GEMMD_GPU_TMAP_BYTES);
   }
   if (GEMMD_WGMMA_STAMPS) stamp(kStampPrefetched);
-  // prologue3: a one-group batch of unpaired, unsplit tiles is located without the table.
-  const bool one_group = GEMMD_WGMMA_PROLOGUE >= 3 && !K::kPair && v.parts == 1 && v.n_groups == 1;
   for (uint32_t t = first_unit<K>(); t < v.total_tiles; t += unit_step<K>()) {
-    TileRef tr;
-    if (one_group) {
-      const uint32_t m_tiles = gemmd_ceil_div(v.first_m, K::BM);
-      tr = {0, (t % m_tiles) * K::BM, (t / m_tiles) * BN, t, 0};
-    } else {
-      tr = locate_unit<K, BN>(v, t);
-    }
+    const TileRef tr = locate_unit<K, BN>(v, t);
     if (GEMMD_WGMMA_STAMPS && loads == 0) stamp(kStampUnit, tr.n0);
     const uint8_t *tm_a = v.tmaps + (size_t)tr.group * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES;
     const uint8_t *tm_b = tm_a + GEMMD_GPU_TMAP_BYTES;
@@ -795,8 +787,7 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
     }
     if (GEMMD_WGMMA_STAMPS && loads == 0) stamp(kStampAcquired);
     const gemmd_group_params_t &g = v.table[tr.group];
-    const uint32_t gm = one_group ? v.first_m : g.m, gk = one_group ? v.first_k : g.k;
-    const uint32_t kblocks = gemmd_ceil_div(gk, BK), bytes = (a_box_rows(gm, K::BM) + BN) * BK;
+    const uint32_t kblocks = gemmd_ceil_div(g.k, BK), bytes = (a_box_rows(g.m, K::BM) + BN) * BK;
     const KRange kr = k_range<K>(tr, kblocks, v.parts);
     if (GEMMD_WGMMA_STAMPS && loads == 0) stamp(kStampLocated, bytes);
     for (uint32_t kb = kr.kb0; kb < kr.kb1; kb++) {
@@ -806,14 +797,14 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
         mbar_arrive(&bars.full[stage]);
       } else {
         const bool load_b = !(GEMMD_WGMMA_PROBE == 1 && kb > 0);  // probe 1: B only at first
-        mbar_arrive_expect_tx(&bars.full[stage], load_b ? bytes : a_box_rows(gm, K::BM) * BK);
+        mbar_arrive_expect_tx(&bars.full[stage], load_b ? bytes : a_box_rows(g.m, K::BM) * BK);
         if constexpr (K::kPair) {
           // This CTA's half of A's rows, multicast: both halves land in each CTA (the other
           // CTA's bytes may be counted before this arms the barrier: the phase still waits
           // for this thread's arrival). A group of fewer rows than the tile: rank 0 brings
           // them all.
           const uint32_t rank = cluster_rank();
-          if (gm >= K::BM) {
+          if (g.m >= K::BM) {
             tma_load_2d_multicast(dst + rank * (K::BM / 2) * BK, tm_a, &bars.full[stage], kb * BK,
                                   tr.m0 + rank * (K::BM / 2));
           } else if (rank == 0) {
@@ -1484,10 +1475,6 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
 #if GEMMD_WGMMA_PROLOGUE
   // The header's fields are read before the CTA's setup and used after it.
   const gemmd_batch_header_t header = *reinterpret_cast<const gemmd_batch_header_t *>(batch);
-#if GEMMD_WGMMA_PROLOGUE >= 3
-  const auto *first_row = reinterpret_cast<const gemmd_group_params_t *>(batch + sizeof(gemmd_batch_header_t));
-  const uint32_t first_m = first_row->m, first_k = first_row->k;  // (the TMA thread's, for one group)
-#endif
   setup_barriers(bars);
   const gemmd_batch_header_t *hdr = &header;
 #else
@@ -1508,10 +1495,6 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
   if (threadIdx.x == 0) stamp(kStampSched, v.group_tiles);
   v.sa_arena = reinterpret_cast<const float *>(batch + hdr->sa_arena);
   v.d_arena = const_cast<uint8_t *>(batch) + hdr->d_arena;
-#if GEMMD_WGMMA_PROLOGUE >= 3
-  v.first_m = first_m;
-  v.first_k = first_k;
-#endif
   const uint32_t tile_n = hdr->tile_n;
 
   if (!GEMMD_WGMMA_PROLOGUE) setup_barriers(bars);
@@ -1581,9 +1564,6 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel_joint(const uin
   v.parts = 1;
   v.tiles = v.total_tiles;
   v.ws = ws;
-#if GEMMD_WGMMA_PROLOGUE >= 3
-  v.first_m = v.first_k = 0;  // (its kinds' units are paired: located from the table)
-#endif
   v.table = reinterpret_cast<const gemmd_group_params_t *>(batch + sizeof(gemmd_batch_header_t));
   v.tmaps = batch + hdr->sched_arena;
   v.starts = reinterpret_cast<const uint32_t *>(v.tmaps + (size_t)v.n_groups * kMapsPerGroup * GEMMD_GPU_TMAP_BYTES);
