@@ -6,12 +6,14 @@
 #     --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --only-binary=:all: --no-deps -d .whl
 # v27 (prologue: the header's read under the CTA's setup, the first group's maps prefetched
 # into L2 at entry): the GPU tests, the integration suites against --backend cuda
-# (gpu_suite.sh), then the session's reference run of every case with --sol in the time left.
+# (gpu_suite.sh), then the reference run of every case with --sol in the time left (its
+# one-kind kernels are the prologue candidate's SASS measured in calls 1-3, the joint
+# kernel v26's: sass_diff.py).
 # Output: $OUT/s21-call4.tar.gz.
 set -u
 source "$(dirname "$0")/lib.sh" && call_setup s21-call4
-OUT="$o" GEMMD_TEST_TIMEOUT=150 .gpu/gpu_run.sh 2>&1 | tail -n 12
+OUT="$o" GEMMD_TEST_TIMEOUT=100 .gpu/gpu_run.sh 2>&1 | tail -n 12
 pack
-OUT="$o" GEMMD_SUITES="cuda_test grpc_api_test shm_test" timeout -s KILL 200 bash deploy/gpu_suite.sh suites 2>&1 | tail -n 20
+OUT="$o" GEMMD_SUITES="cuda_test grpc_api_test shm_test" timeout -s KILL 170 bash deploy/gpu_suite.sh suites 2>&1 | tail -n 20
 pack
-bench_passes v27-all-sol 1 190 gemm_bench --sol
+bench_passes v27-all-sol 1 110 gemm_bench --sol
