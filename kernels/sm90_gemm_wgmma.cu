@@ -191,7 +191,7 @@ constexpr uint32_t kConsumers = 2;
 constexpr uint32_t kThreads = 128 * (1 + kConsumers);
 constexpr uint32_t kRingBytes = 227 * 1024 - 2048;  // dynamic shared memory for the ring
 constexpr uint32_t kMaxStages = 16;
-// prologue: where a batch of one or two groups has its tensor maps (its scheduling area).
+// prologue: where a one-group batch has its tensor maps (its scheduling area's start).
 [[maybe_unused]] constexpr uint32_t kPrologueMaps = 256;
 
 template <uint32_t kKind, uint32_t kRows, bool kTmaStoreOut, bool kSplitK = false>
@@ -1468,7 +1468,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
 
   if (threadIdx.x == 0) stamp(kStampEntry);
   if (GEMMD_WGMMA_EARLY && threadIdx.x == 32) prefetch_l2(batch + sizeof(gemmd_batch_header_t));  // the first group
-  if (GEMMD_WGMMA_PROLOGUE && threadIdx.x == 64) {  // a batch of one or two groups: their maps
+  if (GEMMD_WGMMA_PROLOGUE && threadIdx.x == 64) {  // the first group's maps (A, B), a one-group batch's
     prefetch_l2(batch + kPrologueMaps);
     prefetch_l2(batch + kPrologueMaps + GEMMD_GPU_TMAP_BYTES);
   }
