@@ -105,10 +105,11 @@
 // one group keeps them (its scheduling area at byte kPrologueMaps: the header, its row and
 // up to two quantization jobs take less, rounded up to 256 by gemmd's engine and
 // gemm_bench), so the TMA unit's fetch of the maps is an L2 hit. Small M: the first stage
-// lands ~0.3 us sooner (4.77 -> 4.46 us, median of the stamps), M <= 128 0.97-0.99x the
-// time (six runs in three calls, both orders; decode 1.00x). Prefetching the group's table
-// row into L1 too (prologue2) made them 2-14% slower, and locating a one-group batch's
-// units from m and k read at entry (prologue3) 3-10% slower at K <= 2048 (session 21;
+// lands ~0.3 us sooner (median of the stamps: 4.46 us, session 20's v26 4.77), M <= 128
+// 0.94-1.02x the time, mostly 0.97-0.99x (six runs in three calls, both orders; decode
+// 0.99-1.00x). Prefetching the group's table row into L1 too (prologue2) made them up to
+// 14% slower, and locating a one-group batch's units from m and k read at entry
+// (prologue3) up to 10% slower at K <= 2048 (session 21;
 // docs/bench/raw/2026-12-02-s21-r256w88-prologue2.patch, -prologue3.patch).
 #ifndef GEMMD_WGMMA_PROLOGUE
 #define GEMMD_WGMMA_PROLOGUE 1
@@ -357,8 +358,8 @@ enum StampPoint : uint32_t {
   kStampPoints
 };
 // Their names, in StampPoint's order (gemmd_gpu_gemm_stamp_name: gemm_bench's labels).
-constexpr const char *kStampNames[] = {"entry",    "header",  "sched", "synced",     "prefetched", "unit",
-                                       "acquired", "located", "loads", "scales", "first_full", "first_tile", "last_tile"};
+constexpr const char *kStampNames[] = {"entry",   "header", "sched",      "synced",     "prefetched", "unit",    "acquired",
+                                       "located", "loads",  "scales", "first_full", "first_tile", "last_tile"};
 static_assert(sizeof kStampNames / sizeof kStampNames[0] == kStampPoints, "a name per stamp point");
 constexpr uint32_t kStampCtas = 256;
 #if GEMMD_WGMMA_STAMPS
