@@ -16,4 +16,4 @@ OUT="$o" GEMMD_TEST_TIMEOUT=100 .gpu/gpu_run.sh 2>&1 | tail -n 12
 pack
 OUT="$o" GEMMD_SUITES="cuda_test grpc_api_test shm_test" timeout -s KILL 170 bash deploy/gpu_suite.sh suites 2>&1 | tail -n 20
 pack
-bench_passes v27-all-sol 1 110 gemm_bench --sol
+bench_passes v27-all-sol 1 200 gemm_bench --sol
