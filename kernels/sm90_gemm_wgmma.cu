@@ -114,16 +114,6 @@
 #ifndef GEMMD_WGMMA_PROLOGUE
 #define GEMMD_WGMMA_PROLOGUE 1
 #endif
-// Candidate `tmapat` (GEMMD_WGMMA_TMAP_AT, 0 in gemmd's build; one-kind kernels with
-// prologue only): who issues a one-group batch's two `prefetch.tensormap`s. 0: the TMA
-// thread, before it locates its first unit (v21). 1: thread 64, as soon as the header has
-// landed, before the CTA's barrier (the TMA thread issues none). 2: no one (the maps are in
-// L2 from the entry's prefetch; the TMA unit fetches them at the first load). Session 21's
-// stamps put ~0.5 us between the TMA thread's prefetches and its first unit with no table
-// read left in that step.
-#ifndef GEMMD_WGMMA_TMAP_AT
-#define GEMMD_WGMMA_TMAP_AT 0
-#endif
 // Probe `stamps` (GEMMD_WGMMA_STAMPS=1; gemmd's build otherwise, results right): each CTA
 // writes the global timer (ns) and its SM's clock at each point of a launch in StampPoint
 // (kStampPoints), which gemm_bench --stamps reads back (gemmd_gpu_gemm_stamps): where the
@@ -777,12 +767,11 @@ __device__ __forceinline__ TileRef locate_unit(const BatchView &v, uint32_t t) {
   }
 }
 
-// kMapsFetched: the kernel has issued the maps' prefetches elsewhere (GEMMD_WGMMA_TMAP_AT).
-template <typename K, uint32_t BN, bool kMapsFetched = false>
+template <typename K, uint32_t BN>
 __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barriers &bars) {
   using R = Ring<K, BN>;
   uint32_t stage = 0, phase = 0, last_group = 0xFFFFFFFFu, loads = 0;
-  if (GEMMD_WGMMA_EARLY && !kMapsFetched && v.n_groups == 1) {  // early: the maps' fetch under the locating reads
+  if (GEMMD_WGMMA_EARLY && v.n_groups == 1) {  // early: the maps' fetch under the locating reads
     tmap_prefetch(v.tmaps);
     tmap_prefetch(v.tmaps + GEMMD_GPU_TMAP_BYTES);
   }
@@ -1487,10 +1476,6 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
 #if GEMMD_WGMMA_PROLOGUE
   // The header's fields are read before the CTA's setup and used after it.
   const gemmd_batch_header_t header = *reinterpret_cast<const gemmd_batch_header_t *>(batch);
-  if (GEMMD_WGMMA_TMAP_AT == 1 && threadIdx.x == 64 && header.tile_kind == K::kId && header.n_groups == 1) {
-    tmap_prefetch(batch + header.sched_arena);
-    tmap_prefetch(batch + header.sched_arena + GEMMD_GPU_TMAP_BYTES);
-  }
   setup_barriers(bars);
   const gemmd_batch_header_t *hdr = &header;
 #else
@@ -1524,9 +1509,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
     }
     if (threadIdx.x != 0) return;
     stamp(kStampSynced);
-    return with_kind_width<K>(tile_n, [&](auto bn) {
-      produce<K, decltype(bn)::value, GEMMD_WGMMA_PROLOGUE && GEMMD_WGMMA_TMAP_AT != 0>(v, ring, bars);
-    });
+    return with_kind_width<K>(tile_n, [&](auto bn) { produce<K, decltype(bn)::value>(v, ring, bars); });
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
   // Warp-uniform; through a shuffle ptxas knows it, and keeps what derives from it (the
