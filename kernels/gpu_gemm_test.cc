@@ -205,7 +205,6 @@ int run_batch(test_rng_t *rng, std::vector<Group> &gs, const char *what, bool ex
     const bool wide = kind == GEMMD_TILE_ROWS128_WIDE;
     std::vector<uint32_t> widths = wide ? std::vector<uint32_t>{96, 192} : std::vector<uint32_t>{16, 32, 64, 128};
     if (kind == GEMMD_TILE_ROWS256) widths.push_back(96);
-    if (kind == GEMMD_TILE_ROWS128_TMA_STORE) widths.push_back(96);  // pingpong96's builds only
     for (uint32_t tn : widths) {
       variants.push_back({GEMMD_GPU_KERNEL_WGMMA, kind, tn, 1,
                           std::string("wgmma/") + gemmd_tile_kind_name(kind) + "/" + std::to_string(tn)});

@@ -155,42 +155,6 @@
 #define GEMMD_WGMMA_JOINT_ROWS256 0
 #endif
 #endif
-// Candidate `pingpong` (GEMMD_WGMMA_PINGPONG, 0 in gemmd's build): the TMA-store kind's own
-// kernel (not the joint kernel's copy of it) runs ping-pong tiles instead: 128 x BN tiles
-// each consumer warpgroup computes whole (two 64-row halves, as a 256-row tile's
-// warpgroup), the CTA's units alternating between the warpgroups, each staging its own 128
-// rows, so one warpgroup's epilogue runs while the other's K loop does. The two K loops
-// take turns on the tensor pipe (an mbarrier per warpgroup, as CUTLASS's ordered
-// ping-pong): a tile's K loop starts once the CTA's previous tile's has finished (1) or
-// has issued all but its last K block (2), or (3) whenever its data is there (no turns, to
-// time what the turns do). For K <= 2048, where a 256-row tile's epilogue
-// leaves the tensor pipe idle a third of the time (docs/bench/kernels.md, session 19's Next).
-#ifndef GEMMD_WGMMA_PINGPONG
-#define GEMMD_WGMMA_PINGPONG 0
-#endif
-// Probe `pingpong4` (GEMMD_WGMMA_PINGPONG_TWOACC=1 with GEMMD_WGMMA_PINGPONG=1): ping-pong
-// tiles of 64 columns or fewer issue both 64-row halves of a K block at once, into two
-// block accumulators, and promote half 0 while half 1's WGMMAs run (at 128 columns the
-// registers are not there): how much of a lone warpgroup's stall a second accumulator
-// takes back.
-#ifndef GEMMD_WGMMA_PINGPONG_TWOACC
-#define GEMMD_WGMMA_PINGPONG_TWOACC 0
-#endif
-// Probe `pingpong5` (GEMMD_WGMMA_PINGPONG_HALFSTAGE=1 with GEMMD_WGMMA_PINGPONG=1): each
-// ping-pong warpgroup stages 64 rows at a time (its two halves one after the other through
-// the same area), so the ring has 5 stages at 128 columns instead of 4: is pingpong1's
-// long-K loss its ring's depth?
-#ifndef GEMMD_WGMMA_PINGPONG_HALFSTAGE
-#define GEMMD_WGMMA_PINGPONG_HALFSTAGE 0
-#endif
-// Candidate `pingpong96` (GEMMD_WGMMA_PINGPONG_96=1 with GEMMD_WGMMA_PINGPONG=1 and
-// GEMMD_WGMMA_PINGPONG_TWOACC=1): ping-pong tiles of 96 columns too (forced as the TMA-store
-// kind with --tile-n 96), their K blocks with two block accumulators (96 + 48 + 48
-// registers; the columns promoted across B's scale rows as ROWS128_WIDE's): session 20's
-// Next, item 1, for short K.
-#ifndef GEMMD_WGMMA_PINGPONG_96
-#define GEMMD_WGMMA_PINGPONG_96 0
-#endif
 // The kind a batch gets when the rule's kind is not built: the first that is.
 #define GEMMD_WGMMA_FALLBACK_KIND                                                 \
   (GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS128)             ? GEMMD_TILE_ROWS128           \
@@ -231,39 +195,25 @@ constexpr uint32_t kMaxStages = 16;
 // prologue: where a one-group batch has its tensor maps (its scheduling area's start).
 [[maybe_unused]] constexpr uint32_t kPrologueMaps = 256;
 
-template <uint32_t kKind, uint32_t kRows, bool kTmaStoreOut, bool kSplitK = false, bool kPingPongTiles = false>
+template <uint32_t kKind, uint32_t kRows, bool kTmaStoreOut, bool kSplitK = false>
 struct Kind {
   static constexpr uint32_t kId = kKind;  // gemmd_tile_kind_t
   static constexpr uint32_t BM = kRows;
   static constexpr bool kTmaStore = kTmaStoreOut;
   static constexpr bool kSplit = kSplitK;
-  // Ping-pong tiles (GEMMD_WGMMA_PINGPONG): each tile is one consumer warpgroup's, whole.
-  static constexpr bool kPingPong = kPingPongTiles;
-  static constexpr uint32_t kWgRows = kPingPong ? BM : BM / kConsumers;  // a consumer warpgroup's rows of the tile
+  static constexpr uint32_t kWgRows = BM / kConsumers;  // a consumer warpgroup's rows of the tile
   static constexpr uint32_t kHalves = kWgRows / 64;     // its 64-row WGMMA passes per K block
-  static constexpr uint32_t kWgRowStride = kPingPong ? 0 : kWgRows;  // warpgroup wg's rows start at wg · this
-  static constexpr uint32_t kStagedRows =
-      kPingPong ? kConsumers * (GEMMD_WGMMA_PINGPONG_HALFSTAGE ? 64 : BM) : BM;  // rows of the output staging
   static constexpr uint32_t kStageA = BM * BK;
   // Tiles in 2-CTA cluster pairs sharing A's rows (the joint kernel's ROWS256).
   static constexpr bool kPair = GEMMD_WGMMA_JOINT_ROWS256 && kKind == GEMMD_TILE_ROWS256;
   static_assert(!(kTmaStore && kHalves > 1), "TMA stores are built for 64-row warpgroups");
   static_assert(!(kSplit && (kTmaStore || kHalves > 1)), "split-K is built for ROWS128");
-  static_assert(!(kPingPong && (kTmaStore || kSplit)), "ping-pong tiles stage their output");
 };
 using KindRows128 = Kind<GEMMD_TILE_ROWS128, 128, false>;
 using KindRows128TmaStore = Kind<GEMMD_TILE_ROWS128_TMA_STORE, 128, true>;
 using KindRows256 = Kind<GEMMD_TILE_ROWS256, 256, false>;
 using KindRows128Split = Kind<GEMMD_TILE_ROWS128_SPLIT, 128, false, true>;
 using KindRows128Wide = Kind<GEMMD_TILE_ROWS128_WIDE, 128, false>;
-#if GEMMD_WGMMA_PINGPONG
-// GEMMD_WGMMA_PINGPONG's tiles, launched for the TMA-store kind's batches in its place.
-using KindPingPong = Kind<GEMMD_TILE_ROWS128_TMA_STORE, 128, false, false, true>;
-static_assert(KindPingPong::kId == KindRows128TmaStore::kId, "ping-pong takes the TMA-store kind's batches");
-using KindTmaStoreBatches = KindPingPong;
-#else
-using KindTmaStoreBatches = KindRows128TmaStore;
-#endif
 
 // A stage's scales, copied in by the producer warpgroup's second warp (cp.async): A's for
 // the tile's BM rows at the stage's K block, and B's 128×128 block scale (b_next: the next
@@ -317,7 +267,7 @@ struct Ring {
   // values, each row padded by 16 bytes where needed so a warp's pair writes (8 rows × 4
   // pairs) fall in 32 different banks (an odd number of 16-byte pieces per row).
   static constexpr uint32_t kOutPitch = BN * 2 + ((BN * 2 / 16) % 2 == 0 ? 16 : 0);
-  static constexpr uint32_t kOutBytes = K::kTmaStore ? 2 * 64 * BN * 2 + 1024 : K::kStagedRows * kOutPitch;
+  static constexpr uint32_t kOutBytes = K::kTmaStore ? 2 * 64 * BN * 2 + 1024 : K::BM * kOutPitch;
   static constexpr uint32_t kChunkBytes = kScaleChunkBytes<K, BN>;
   static constexpr uint32_t kStages = (kRingBytes - kOutBytes - kChunkBytes) / kPerStage < kMaxStages
                                           ? (kRingBytes - kOutBytes - kChunkBytes) / kPerStage
@@ -770,21 +720,6 @@ struct Barriers {
   uint64_t empty[kMaxStages];
 };
 
-// Ping-pong tiles' turns (GEMMD_WGMMA_PINGPONG): turn_bars()[wg] completes a phase each time
-// consumer warpgroup wg gives the tensor pipe up (one arrival, its thread 0).
-__device__ __forceinline__ uint64_t *turn_bars() {
-  __shared__ uint64_t turns[kConsumers];
-  return turns;
-}
-
-// Ring position `n` stages on (a ping-pong warpgroup passing over the other's tile).
-template <uint32_t kStages>
-__device__ __forceinline__ void advance_stages(uint32_t &stage, uint32_t &phase, uint32_t n) {
-  const uint32_t s = stage + n;
-  stage = s % kStages;
-  phase ^= (s / kStages) & 1u;
-}
-
 // What every role of the kernel reads from the batch.
 struct BatchView {
   const gemmd_group_params_t *table;
@@ -1149,9 +1084,9 @@ __device__ __forceinline__ void k_block_halves(float (&total)[K::kHalves * BN / 
   for (uint32_t h = 0; h < K::kHalves; h++) {
     uint32_t a_lo, b_lo;
     if (GEMMD_WGMMA_SHADOW) {
-      operands_at<K>(sh.lo, wg * K::kWgRowStride + h * 64, a_lo, b_lo);
+      operands_at<K>(sh.lo, wg * K::kWgRows + h * 64, a_lo, b_lo);
     } else {
-      stage_operands<K, BN>(ring, stage, wg * K::kWgRowStride + h * 64, a_lo, b_lo);
+      stage_operands<K, BN>(ring, stage, wg * K::kWgRows + h * 64, a_lo, b_lo);
     }
     if (GEMMD_WGMMA_STAMPS) wg_stamp(wg, this_block, h, 0);
     issue_block<BN, kAE5M2, kBE5M2>(blk, a_lo, b_lo);
@@ -1185,48 +1120,6 @@ __device__ __forceinline__ void k_block_halves(float (&total)[K::kHalves * BN / 
     }
   }
   if (!GEMMD_WGMMA_SHADOW && ++stage == R::kStages) {
-    stage = 0;
-    phase ^= 1;
-  }
-}
-
-// One K block of a ping-pong tile with two block accumulators (GEMMD_WGMMA_PINGPONG_TWOACC):
-// both halves issued, half 0 promoted while half 1 runs, the stage released once both have
-// completed.
-template <typename K, uint32_t BN, bool kAE5M2, bool kBE5M2>
-__device__ __forceinline__ void k_block_twoacc(float (&total)[2 * (BN / 2)], float (&blk)[BN / 2],
-                                               float (&blk2)[BN / 2], uint32_t &stage, uint32_t &phase, uint8_t *ring,
-                                               Barriers &bars, uint32_t r, bool b_block,
-                                               [[maybe_unused]] uint32_t jb) {
-  using R = Ring<K, BN>;
-  static_assert(K::kHalves == 2 && (128 % BN == 0 || BN == 96), "two 64-row halves, widths that divide 128 or 96");
-  mbar_wait(&bars.full[stage], phase);
-  uint32_t a_lo, b_lo, a_lo2, b_lo2;
-  stage_operands<K, BN>(ring, stage, 0, a_lo, b_lo);
-  stage_operands<K, BN>(ring, stage, 64, a_lo2, b_lo2);
-  issue_block<BN, kAE5M2, kBE5M2>(blk, a_lo, b_lo);
-  issue_block<BN, kAE5M2, kBE5M2>(blk2, a_lo2, b_lo2);
-  const StageScales<K::BM> &sc = R::scales(ring, stage);
-  const float sb = b_block ? ld_shared_f32(&sc.b) : 1.0f;
-  const float a00 = ld_shared_f32(&sc.a[r]), a01 = ld_shared_f32(&sc.a[r + 8]);
-  const float a10 = ld_shared_f32(&sc.a[r + 64]), a11 = ld_shared_f32(&sc.a[r + 72]);
-  [[maybe_unused]] float sbn = 1.0f;  // B's next row of scales (96 columns)
-  if constexpr (128 % BN != 0) sbn = b_block ? ld_shared_f32(&sc.b_next) : 1.0f;
-  wgmma_wait<1>();
-  if constexpr (128 % BN != 0) {
-    promote_cross(*reinterpret_cast<float(*)[BN / 2]>(&total[0]), blk, a00 * sb, a01 * sb, a00 * sbn, a01 * sbn, jb);
-  } else {
-    promote(*reinterpret_cast<float(*)[BN / 2]>(&total[0]), blk, a00 * sb, a01 * sb);
-  }
-  wgmma_wait<0>();
-  release_stage_of<K>(&bars.empty[stage]);
-  if constexpr (128 % BN != 0) {
-    promote_cross(*reinterpret_cast<float(*)[BN / 2]>(&total[BN / 2]), blk2, a10 * sb, a11 * sb, a10 * sbn, a11 * sbn,
-                  jb);
-  } else {
-    promote(*reinterpret_cast<float(*)[BN / 2]>(&total[BN / 2]), blk2, a10 * sb, a11 * sb);
-  }
-  if (++stage == R::kStages) {
     stage = 0;
     phase ^= 1;
   }
@@ -1288,7 +1181,7 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
                                              bool tr_last, uint8_t *ring, Barriers &bars, uint32_t &stage, uint32_t &phase,
                                              uint32_t wg) {
   using R = Ring<K, BN>;
-  constexpr uint32_t kRegs = BN / 2, kHalves = K::kHalves, kWgRows = K::kWgRowStride;
+  constexpr uint32_t kRegs = BN / 2, kHalves = K::kHalves, kWgRows = K::kWgRows;
   const uint32_t tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
   const KRange kr = k_range<K>(tr, gemmd_ceil_div(g.k, BK), v.parts);
   if (tr.m0 + wg * kWgRows >= g.m) {
@@ -1323,13 +1216,7 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
   float total[kHalves * kRegs];
 #pragma unroll
   for (uint32_t i = 0; i < kHalves * kRegs; i++) total[i] = 0.0f;
-  if constexpr (K::kPingPong && GEMMD_WGMMA_PINGPONG_TWOACC && (BN <= 64 || BN == 96)) {
-    float blk[kRegs], blk2[kRegs];
-    for (uint32_t kb = kr.kb0; kb < kr.kb1; kb++) {
-      k_block_twoacc<K, BN, kAE5M2, kBE5M2>(total, blk, blk2, stage, phase, ring, bars, r, b_block, jb);
-    }
-    if (tid == 0) mbar_arrive(&turn_bars()[wg]);  // the turn given after the K loop
-  } else if constexpr (kHalves > 1) {
+  if constexpr (kHalves > 1) {
     float blk[kRegs];
     Shadow sh;
     if (GEMMD_WGMMA_SHADOW) {
@@ -1340,14 +1227,8 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
       sh.ready = false;
     }
     for (uint32_t kb = kr.kb0; kb < kr.kb1; kb++) {
-      if constexpr (K::kPingPong && GEMMD_WGMMA_PINGPONG == 2) {  // the turn given before the last block
-        if (kb + 1 == kr.kb1 && tid == 0) mbar_arrive(&turn_bars()[wg]);
-      }
       k_block_halves<K, BN, kAE5M2, kBE5M2>(total, blk, stage, phase, ring, bars, wg, r, b_block, sh, kb + 1 < kr.kb1,
                                             jb);
-    }
-    if constexpr (K::kPingPong && GEMMD_WGMMA_PINGPONG == 1) {  // the turn given after the K loop
-      if (tid == 0) mbar_arrive(&turn_bars()[wg]);
     }
   } else {
     float blk0[kRegs], blk1[kRegs];
@@ -1426,8 +1307,7 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
 #pragma unroll
       for (uint32_t h = 0; h < kHalves; h++) {  // each 64-row half of the warpgroup's rows
         const uint32_t row_base = tr.m0 + wg * kWgRows + h * 64;
-        const uint32_t slot = K::kPingPong && GEMMD_WGMMA_PINGPONG_HALFSTAGE ? wg : wg * kHalves + h;
-        uint8_t *stage_out = R::out_staging(ring) + slot * 64 * R::kOutPitch;
+        uint8_t *stage_out = R::out_staging(ring) + (wg * kHalves + h) * 64 * R::kOutPitch;
         warpgroup_sync(wg);  // the last tile's staged rows have all been written out
 #pragma unroll
         for (uint32_t j = 0; j < kRegs / 4; j++) {
@@ -1509,23 +1389,12 @@ __device__ __forceinline__ void consume(const BatchView &v, uint8_t *ring, Barri
     stamp(kStampFirstFull);
   }
 
-  uint32_t i = 0;  // the CTA's units so far
-  for (uint32_t t = first_unit<K>(); t < v.total_tiles; t += unit_step<K>(), i++) {
+  for (uint32_t t = first_unit<K>(); t < v.total_tiles; t += unit_step<K>()) {
     const TileRef tr = locate_unit<K, BN>(v, t);
     const bool last = t + unit_step<K>() >= v.total_tiles;  // the CTA's last tile
     // By reference: the fields are read from the table (L1) where used, not held in
     // registers through the K loop.
     const gemmd_group_params_t &g = v.table[tr.group];
-    if constexpr (K::kPingPong) {
-      // Unit i is warpgroup i % 2's; the other passes over its stages. Its K loop waits for
-      // the turn of unit i - 1 (the other warpgroup's, which arrives once per unit: phase
-      // (i - 1) / 2 of its barrier).
-      if (i % 2 != wg) {
-        advance_stages<Ring<K, BN>::kStages>(stage, phase, gemmd_ceil_div(g.k, BK));
-        continue;
-      }
-      if (GEMMD_WGMMA_PINGPONG != 3 && i > 0) mbar_wait(&turn_bars()[wg ^ 1], ((i - 1) / 2) & 1u);
-    }
     const bool ae5 = g.a_dtype == GEMMD_DTYPE_FP8_E5M2, be5 = g.b_dtype == GEMMD_DTYPE_FP8_E5M2;
     if (!ae5 && !be5) {
       consume_tile<K, BN, false, false>(v, g, tr, last, ring, bars, stage, phase, wg);
@@ -1574,24 +1443,17 @@ __device__ __forceinline__ void with_kind_width(uint32_t tile_n, F &&f) {
     return f(std::integral_constant<uint32_t, 96>{});
   } else if constexpr (K::kId == GEMMD_TILE_ROWS256) {
     return with_rows256_width(tile_n, f);
-  } else if constexpr (K::kPingPong && GEMMD_WGMMA_PINGPONG_96 != 0) {
-    if (tile_n == 96) return f(std::integral_constant<uint32_t, 96>{});
-    return with_tile_n(tile_n, f);
   } else {
     return with_tile_n(tile_n, f);
   }
 }
 
 // The CTA's barriers: thread 0 initializes the ring's, then every thread meets.
-template <typename K>
 __device__ __forceinline__ void setup_barriers(Barriers &bars) {
   if (threadIdx.x == 0) {
     for (uint32_t s = 0; s < kMaxStages; s++) {
       mbar_init(&bars.full[s], 1 + 32);  // the TMA thread, the scale warp's lanes
-      mbar_init(&bars.empty[s], 4 * (K::kPingPong ? 1 : kConsumers));  // one per consumer warp (of the tile's)
-    }
-    if constexpr (K::kPingPong) {
-      for (uint32_t w = 0; w < kConsumers; w++) mbar_init(&turn_bars()[w], 1);
+      mbar_init(&bars.empty[s], 4 * kConsumers);  // one per consumer warp
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
@@ -1614,7 +1476,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
 #if GEMMD_WGMMA_PROLOGUE
   // The header's fields are read before the CTA's setup and used after it.
   const gemmd_batch_header_t header = *reinterpret_cast<const gemmd_batch_header_t *>(batch);
-  setup_barriers<K>(bars);
+  setup_barriers(bars);
   const gemmd_batch_header_t *hdr = &header;
 #else
   const auto *hdr = reinterpret_cast<const gemmd_batch_header_t *>(batch);
@@ -1636,7 +1498,7 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
   v.d_arena = const_cast<uint8_t *>(batch) + hdr->d_arena;
   const uint32_t tile_n = hdr->tile_n;
 
-  if (!GEMMD_WGMMA_PROLOGUE) setup_barriers<K>(bars);
+  if (!GEMMD_WGMMA_PROLOGUE) setup_barriers(bars);
 
   // The producer warpgroup gives its registers to the consumers; each role then runs the
   // batch's tile width.
@@ -2132,10 +1994,8 @@ extern "C" int gemmd_gpu_gemm_prepare_split(gemmd_gpu_kernel_t kernel, void *hos
   if (kind != GEMMD_GPU_TILE_KIND_AUTO && kind >= GEMMD_TILE_KINDS) return GEMMD_EINVAL;
   // 256-row tiles of 96 columns (r256w96): a build without them refuses them as a kind
   // it lacks.
-  const bool rows256_96 = (kind == GEMMD_TILE_ROWS256 || kind == GEMMD_TILE_ROWS128_TMA_STORE) &&
-                          tile_n == 96;  // pingpong96: the TMA-store kind's ping-pong tiles too
-  if (rows256_96 && kind == GEMMD_TILE_ROWS256 && !GEMMD_WGMMA_ROWS256_96) return GEMMD_ENOTSUP;
-  if (rows256_96 && kind == GEMMD_TILE_ROWS128_TMA_STORE && !GEMMD_WGMMA_PINGPONG_96) return GEMMD_ENOTSUP;
+  const bool rows256_96 = kind == GEMMD_TILE_ROWS256 && tile_n == 96;
+  if (rows256_96 && !GEMMD_WGMMA_ROWS256_96) return GEMMD_ENOTSUP;
   // The other wide widths are ROWS128_WIDE's alone (asked for with AUTO, they choose it).
   if (tile_n != 0 && !rows256_96 && wide_n != (kind == GEMMD_TILE_ROWS128_WIDE) && kind != GEMMD_GPU_TILE_KIND_AUTO) {
     return GEMMD_EINVAL;
@@ -2316,7 +2176,7 @@ int gemmd_gpu_gemm_wgmma(const void *batch, uint32_t kinds, void *workspace, cud
   }
   if constexpr (GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS128_TMA_STORE)) {
     if (rc == GEMMD_OK && (kinds & (1u << GEMMD_TILE_ROWS128_TMA_STORE))) {
-      rc = launch_kind<KindTmaStoreBatches>(b, ws, stream);
+      rc = launch_kind<KindRows128TmaStore>(b, ws, stream);
     }
   }
   if constexpr (GEMMD_WGMMA_BUILT(GEMMD_TILE_ROWS256)) {
