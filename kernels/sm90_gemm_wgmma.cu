@@ -375,12 +375,26 @@ __device__ unsigned long long g_stamps[kStampCtas][kStampPoints][2];
 #if GEMMD_WGMMA_STAMPS
 __device__ unsigned long long g_wg_stamps[kStampCtas][2][2 * kMaxStages][2][kWgStampValues];
 #endif
+// Probe `stamps2` (GEMMD_WGMMA_STAMPS=2): the same timeline of each warpgroup's first
+// 2 · kMaxStages K blocks instead (its own count of blocks begun, in shared memory, zeroed
+// with the barriers' init), to see where a small-M unit's early blocks lose time.
+#if GEMMD_WGMMA_STAMPS == 2
+__device__ __forceinline__ uint32_t *wg_first_counts() {
+  __shared__ uint32_t counts[2];
+  return counts;
+}
+#endif
 __device__ __forceinline__ void wg_stamp([[maybe_unused]] uint32_t wg, [[maybe_unused]] uint32_t block,
                                          [[maybe_unused]] uint32_t h, [[maybe_unused]] uint32_t done) {
 #if GEMMD_WGMMA_STAMPS
   if (threadIdx.x % 128 == 0 && blockIdx.x < kStampCtas && wg < 2 && h < 2) {
     unsigned long long clk;
     asm volatile("mov.u64 %0, %%clock64;" : "=l"(clk));
+#if GEMMD_WGMMA_STAMPS == 2
+    uint32_t &count = wg_first_counts()[wg];
+    block = h == 0 && done == 2 ? count++ : count - 1;  // the block's wait begins: a new block
+    if (block >= 2 * kMaxStages) return;
+#endif
     g_wg_stamps[blockIdx.x][wg][block][h][done] = clk;
   }
 #endif
@@ -1455,6 +1469,9 @@ __device__ __forceinline__ void setup_barriers(Barriers &bars) {
       mbar_init(&bars.full[s], 1 + 32);  // the TMA thread, the scale warp's lanes
       mbar_init(&bars.empty[s], 4 * kConsumers);  // one per consumer warp
     }
+#if GEMMD_WGMMA_STAMPS == 2
+    wg_first_counts()[0] = wg_first_counts()[1] = 0;
+#endif
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
@@ -1579,6 +1596,9 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel_joint(const uin
       mbar_init(&bars.full[s], 1 + 32);
       mbar_init(&bars.empty[s], 2 * 4 * kConsumers);  // every consumer warp of both CTAs
     }
+#if GEMMD_WGMMA_STAMPS == 2
+    wg_first_counts()[0] = wg_first_counts()[1] = 0;
+#endif
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   cluster_sync();  // both CTAs' barriers exist before either's loads or arrivals reach the other
