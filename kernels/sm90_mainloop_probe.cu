@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cuda_check.h"
 #include "kernels/fp8.h"
 #include "kernels/sm90_wgmma_ops.cuh"
 
@@ -377,21 +378,12 @@ __global__ void fill_fp8(uint8_t *x, size_t n, uint64_t seed) {
   }
 }
 
-#define CK(x)                                                                                        \
-  do {                                                                                               \
-    cudaError_t e_ = (x);                                                                            \
-    if (e_ != cudaSuccess) {                                                                         \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));      \
-      std::exit(1);                                                                                  \
-    }                                                                                                \
-  } while (0)
-
 PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
   static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
   if (fn == nullptr) {
     void *f = nullptr;
     cudaDriverEntryPointQueryResult q;
-    CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q));
+    CUDA_OK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q));
     if (q != cudaDriverEntryPointSuccess) {
       std::fprintf(stderr, "no cuTensorMapEncodeTiled\n");
       std::exit(1);
@@ -452,22 +444,22 @@ float launch(const Config &c, const Device &dev, uint32_t m, uint32_t n, uint32_
   const CUtensorMap ta = make_map(dev.a, m, k), tb = make_map(dev.b, n, k);
   Params p{m, n, k, loads ? 1u : 0u, check ? dev.d : nullptr, dev.sink, dev.clocks};
   const int smem = (int)(c.stages * kStageBytes + 1024);
-  CK(cudaFuncSetAttribute(c.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  CUDA_OK(cudaFuncSetAttribute(c.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const int grid = dev.sms / 2 * 2;
   cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  CK(cudaEventRecord(e0));
+  CUDA_OK(cudaEventCreate(&e0));
+  CUDA_OK(cudaEventCreate(&e1));
+  CUDA_OK(cudaEventRecord(e0));
   c.fn<<<grid, kThreads, smem>>>(ta, tb, p);
-  CK(cudaGetLastError());
-  CK(cudaEventRecord(e1));
-  CK(cudaEventSynchronize(e1));
+  CUDA_OK(cudaGetLastError());
+  CUDA_OK(cudaEventRecord(e1));
+  CUDA_OK(cudaEventSynchronize(e1));
   float ms = 0;
-  CK(cudaEventElapsedTime(&ms, e0, e1));
-  CK(cudaEventDestroy(e0));
-  CK(cudaEventDestroy(e1));
+  CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+  CUDA_OK(cudaEventDestroy(e0));
+  CUDA_OK(cudaEventDestroy(e1));
   std::vector<unsigned long long> clk((size_t)grid * 4);
-  CK(cudaMemcpy(clk.data(), dev.clocks, clk.size() * sizeof(clk[0]), cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(clk.data(), dev.clocks, clk.size() * sizeof(clk[0]), cudaMemcpyDeviceToHost));
   std::vector<double> rates;
   for (int i = 0; i < grid; i++) {
     const double dns = (double)(clk[i * 4 + 3] - clk[i * 4 + 2]);
@@ -480,7 +472,7 @@ float launch(const Config &c, const Device &dev, uint32_t m, uint32_t n, uint32_
 
 std::vector<uint8_t> to_host(const uint8_t *d, size_t n) {
   std::vector<uint8_t> h(n);
-  CK(cudaMemcpy(h.data(), d, n, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(h.data(), d, n, cudaMemcpyDeviceToHost));
   return h;
 }
 
@@ -505,11 +497,11 @@ int check(const Device &dev) {
   int failures = 0;
   for (const Config &c : kConfigs) {
     if (!(c.promo == kFfma64 || c.promo == kFadd64) || c.form == kN256SS) continue;
-    CK(cudaMemset(dev.d, 0xFF, (size_t)m * n * sizeof(float)));  // NaN: unwritten sums show
+    CUDA_OK(cudaMemset(dev.d, 0xFF, (size_t)m * n * sizeof(float)));  // NaN: unwritten sums show
     double ghz;
     launch(c, dev, m, n, k, true, true, &ghz);
     std::vector<float> d((size_t)m * n);
-    CK(cudaMemcpy(d.data(), dev.d, d.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(d.data(), dev.d, d.size() * sizeof(float), cudaMemcpyDeviceToHost));
     double err = 0;
     size_t bad = 0, first_bad = 0;
     for (size_t i = 0; i < d.size(); i++) {
@@ -558,19 +550,19 @@ int main(int argc, char **argv) {
     return 2;
   }
   Device dev;
-  CK(cudaDeviceGetAttribute(&dev.sms, cudaDevAttrMultiProcessorCount, 0));
+  CUDA_OK(cudaDeviceGetAttribute(&dev.sms, cudaDevAttrMultiProcessorCount, 0));
   const size_t am = std::max<size_t>((size_t)m * k, 512 * 1024), bm = std::max<size_t>((size_t)n * k, 512 * 1024);
-  CK(cudaMalloc(&dev.a, am));
-  CK(cudaMalloc(&dev.b, bm));
-  CK(cudaMalloc(&dev.d, 512 * 512 * sizeof(float)));
-  CK(cudaMalloc(&dev.sink, (size_t)dev.sms * kThreads * sizeof(float)));
-  CK(cudaMalloc(&dev.clocks, (size_t)dev.sms * 4 * sizeof(unsigned long long)));
+  CUDA_OK(cudaMalloc(&dev.a, am));
+  CUDA_OK(cudaMalloc(&dev.b, bm));
+  CUDA_OK(cudaMalloc(&dev.d, 512 * 512 * sizeof(float)));
+  CUDA_OK(cudaMalloc(&dev.sink, (size_t)dev.sms * kThreads * sizeof(float)));
+  CUDA_OK(cudaMalloc(&dev.clocks, (size_t)dev.sms * 4 * sizeof(unsigned long long)));
   const uint64_t seed = (uint64_t)std::time(nullptr) * 2654435761u;
   fill_fp8<<<1024, 256>>>(dev.a, am, seed);
   fill_fp8<<<1024, 256>>>(dev.b, bm, seed ^ 0x5555);
-  CK(cudaDeviceSynchronize());
+  CUDA_OK(cudaDeviceSynchronize());
   cudaDeviceProp prop;
-  CK(cudaGetDeviceProperties(&prop, 0));
+  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
   std::printf("# %s, %d SMs; seed %llu; main loop only (no epilogue), %u x %u x %u, median of %u\n", prop.name,
               dev.sms, (unsigned long long)seed, m, n, k, reps);
   if (do_check && check(dev) != 0) {
