@@ -68,7 +68,9 @@ constexpr uint32_t kMaxThreads = 512;
 
 struct Params {
   uint32_t m, n, k;             // multiples of 256, 256 and 128
-  uint32_t loads;               // 0: after the ring's first pass the stages are not loaded again
+  uint32_t loads;               // 0: after the ring's first pass the stages are not loaded again;
+                                // 2 (rows forms): B only in even K blocks (half B's L2 bytes;
+                                // odd blocks reuse what the stage holds: timing only)
   float *d;                     // --check: the sums, m × n row-major; else null
   float *sink;                  // a value per thread, so no sum is dead
   unsigned long long *clocks;   // per CTA: clock64 and %globaltimer at start and end
@@ -178,10 +180,12 @@ __device__ __forceinline__ void load_a_frags(uint32_t (&a)[BK / 32][4], uint32_t
   }
 }
 
-// How a 64 × 128 block result joins the totals. Only kFfma64 and kFadd64 give the sums (the
-// probe's scales are all 1); the others time a share of the instructions.
-enum Promo : uint32_t { kNone = 0, kFfma16 = 1, kFfma32 = 2, kFfma64 = 3, kFadd64 = 4 };
-const char *const kPromoNames[] = {"none", "ffma16", "ffma32", "ffma64", "fadd64"};
+// How a 64 × 128 block result joins the totals. Only kFfma64, kFadd64 and kMulAdd64 give the
+// sums (the probe's scales are all 1); the others time a share of the instructions.
+// kMulAdd64 (session 24): each element scaled by an FMUL, then added by an FADD (two
+// 2-source instructions instead of one 3-source FFMA).
+enum Promo : uint32_t { kNone = 0, kFfma16 = 1, kFfma32 = 2, kFfma64 = 3, kFadd64 = 4, kMulAdd64 = 5 };
+const char *const kPromoNames[] = {"none", "ffma16", "ffma32", "ffma64", "fadd64", "muladd"};
 
 template <uint32_t R, uint32_t P>
 __device__ __forceinline__ void promote(float *total, const float (&blk)[R], float s0, float s1) {
@@ -197,6 +201,12 @@ __device__ __forceinline__ void promote(float *total, const float (&blk)[R], flo
   } else if constexpr (P == kFadd64) {
 #pragma unroll
     for (uint32_t j = 0; j < R; j++) total[j] += blk[j];
+  } else if constexpr (P == kMulAdd64) {
+#pragma unroll
+    for (uint32_t j = 0; j < R / 4; j++) {
+#pragma unroll
+      for (uint32_t e = 0; e < 4; e++) total[j * 4 + e] = __fadd_rn(total[j * 4 + e], __fmul_rn(blk[j * 4 + e], e < 2 ? s0 : s1));
+    }
   } else {
     total[0] += blk[0] * s0;  // the WGMMAs' results stay used
   }
@@ -258,16 +268,17 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(threads_of(F), 1)
         for (uint32_t kb = 0; kb < kblocks; kb++) {
           mbar_wait(&empty[stage], phase ^ 1);
           uint8_t *dst = ring + stage * kStageBytes;
+          const bool skip_b = p.loads == 2 && (kb & 1) && loads >= S && (F == kRowsSS || F == kRows3SS);
           if (!p.loads && loads >= S) {
             mbar_arrive(&full[stage]);
           } else {
-            mbar_arrive_expect_tx(&full[stage], kStageBytes);
+            mbar_arrive_expect_tx(&full[stage], kStageBytes - (skip_b ? 128 * BK : 0));
             if (F == kRows3SS) {  // A's 192 rows shared (this CTA brings 96), B's own 128
               tma_load_both(dst + rank * 96 * BK, &tm_a, &full[stage], kb * BK, m0 + 96 * rank);
-              tma_load(dst + 192 * BK, &tm_b, &full[stage], kb * BK, n0 + 128 * rank);
+              if (!skip_b) tma_load(dst + 192 * BK, &tm_b, &full[stage], kb * BK, n0 + 128 * rank);
             } else if (F == kRowsSS) {  // A's 256 rows shared (this CTA brings half), B's own 128
               tma_load_both(dst + rank * 16384, &tm_a, &full[stage], kb * BK, m0 + 128 * rank);
-              tma_load(dst + 32768, &tm_b, &full[stage], kb * BK, n0 + 128 * rank);
+              if (!skip_b) tma_load(dst + 32768, &tm_b, &full[stage], kb * BK, n0 + 128 * rank);
             } else {  // A's own 128 rows, B's 256 shared (this CTA brings half)
               tma_load(dst, &tm_a, &full[stage], kb * BK, m0 + 128 * rank);
               tma_load_both(dst + 16384 + rank * 16384, &tm_b, &full[stage], kb * BK, n0 + 128 * rank);
@@ -468,6 +479,8 @@ const Config kConfigs[] = {
     // Session 24: three consumer warpgroups (is the promotion's cost the window it gets?).
     config<kRows3SS, 4, kFfma64>(), config<kRows3SS, 5, kFfma64>(), config<kRows3SS, 5, kNone>(),
     config<kRows3SS, 5, kFadd64>(), config<kRows3SS, 5, kFfma32>(),
+    // Session 24 call 2: the promotion as FMUL + FADD.
+    config<kRowsSS, 3, kMulAdd64>(), config<kRows3SS, 5, kMulAdd64>(),
 };
 
 struct Device {
@@ -479,10 +492,10 @@ struct Device {
 
 // One launch of `c` on m × n × k; returns its time (ms) and, through ghz, the median over
 // CTAs of their clock rate.
-float launch(const Config &c, const Device &dev, uint32_t m, uint32_t n, uint32_t k, bool loads, bool check,
+float launch(const Config &c, const Device &dev, uint32_t m, uint32_t n, uint32_t k, uint32_t loads, bool check,
              double *ghz) {
   const CUtensorMap ta = make_map(dev.a, m, k, c.form == kRows3SS ? 96 : 128), tb = make_map(dev.b, n, k, 128);
-  Params p{m, n, k, loads ? 1u : 0u, check ? dev.d : nullptr, dev.sink, dev.clocks};
+  Params p{m, n, k, loads, check ? dev.d : nullptr, dev.sink, dev.clocks};
   const int smem = (int)(c.stages * stage_bytes_of(c.form) + 1024);
   CUDA_OK(cudaFuncSetAttribute(c.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const int grid = dev.sms / 2 * 2;
@@ -546,10 +559,10 @@ int check(const Device &dev) {
   ref_norm = std::sqrt(ref_norm);
   int failures = 0;
   for (const Config &c : kConfigs) {
-    if (!(c.promo == kFfma64 || c.promo == kFadd64) || c.form == kN256SS) continue;
+    if (!(c.promo == kFfma64 || c.promo == kFadd64 || c.promo == kMulAdd64) || c.form == kN256SS) continue;
     CUDA_OK(cudaMemset(dev.d, 0xFF, (size_t)m * n * sizeof(float)));  // NaN: unwritten sums show
     double ghz;
-    launch(c, dev, m, n, k, true, true, &ghz);
+    launch(c, dev, m, n, k, 1, true, &ghz);
     std::vector<float> d((size_t)m * n);
     CUDA_OK(cudaMemcpy(d.data(), dev.d, d.size() * sizeof(float), cudaMemcpyDeviceToHost));
     double err = 0;
@@ -579,6 +592,8 @@ int check(const Device &dev) {
 int main(int argc, char **argv) {
   uint32_t m = 4096, n = 7168, k = 16384, reps = 7;
   bool do_check = false;
+  std::string only;  // FORM/PROMOTE[/TURNS]: time only the configs so named
+  std::vector<uint32_t> loads_list = {1, 0};  // Params::loads of each timing pass
   for (int i = 1; i < argc; i++) {
     const std::string a = argv[i];
     auto next = [&]() -> uint32_t { return i + 1 < argc ? (uint32_t)std::strtoul(argv[++i], nullptr, 10) : 0; };
@@ -587,9 +602,18 @@ int main(int argc, char **argv) {
     else if (a == "--k") k = next();
     else if (a == "--reps") reps = next();
     else if (a == "--check") do_check = true;
+    else if (a == "--only" && i + 1 < argc) only = argv[++i];
+    else if (a == "--loads" && i + 1 < argc) {
+      loads_list.clear();
+      for (const char *q = argv[++i]; *q != '\0'; q++) {
+        if (*q >= '0' && *q <= '2') loads_list.push_back((uint32_t)(*q - '0'));
+      }
+    }
     else {
       std::fprintf(stderr,
-                   "usage: %s [--m M] [--n N] [--k K] [--reps R] [--check]\n"
+                   "usage: %s [--m M] [--n N] [--k K] [--reps R] [--check] [--only FORM/PROMOTE[/TURNS]]\n"
+                   "         [--loads 1,0]: a timing pass per value: 1 loads, 0 none after the first pass, 2 B\n"
+                   "         only in even K blocks\n"
                    "  M a multiple of 256 or 192 (forms whose rows do not divide it are skipped), N of 256,\n"
                    "  K of 128; --check first compares the forms' sums with FP64\n",
                    argv[0]);
@@ -624,11 +648,13 @@ int main(int argc, char **argv) {
   const double flops = 2.0 * m * n * k;
   std::printf("%-8s %6s %7s %6s %5s %10s %8s %6s %8s\n", "form", "stages", "promote", "turns", "loads", "us", "TFLOPS",
               "GHz", "of_peak");
-  for (const bool loads : {true, false}) {
+  for (const uint32_t loads : loads_list) {
     for (const Config &c : kConfigs) {
+      const std::string name = std::string(kFormNames[c.form]) + "/" + kPromoNames[c.promo];
+      if (!only.empty() && only != name && only != name + "/" + kTurnNames[c.turns]) continue;
       if (m % rows_of(c.form) != 0) {
         std::printf("%-8s %6u %7s %6s %5d   skipped: M not a multiple of %u\n", kFormNames[c.form], c.stages,
-                    kPromoNames[c.promo], kTurnNames[c.turns], loads ? 1 : 0, rows_of(c.form));
+                    kPromoNames[c.promo], kTurnNames[c.turns], (int)loads, rows_of(c.form));
         continue;
       }
       double ghz = 0;
@@ -645,7 +671,7 @@ int main(int argc, char **argv) {
       // Of the tensor cores' dense FP8 rate at the clock the SMs ran (8192 FLOP/clk/SM).
       const double peak = dev.sms * 8192.0 * g * 1e-3;
       std::printf("%-8s %6u %7s %6s %5d %10.1f %8.1f %6.3f %7.1f%%\n", kFormNames[c.form], c.stages,
-                  kPromoNames[c.promo], kTurnNames[c.turns], loads ? 1 : 0, us, tf, g, 100.0 * tf / peak);
+                  kPromoNames[c.promo], kTurnNames[c.turns], (int)loads, us, tf, g, 100.0 * tf / peak);
     }
   }
   return 0;
