@@ -58,16 +58,15 @@ constexpr uint32_t BK = 128;
 enum Form : uint32_t { kRowsSS = 0, kColsRS = 1, kColsSS = 2, kN256SS = 3, kRows3SS = 4 };
 const char *const kFormNames[] = {"rows_ss", "cols_rs", "cols_ss", "n256_ss", "rows3_ss"};
 
-// A CTA's rows of A per unit, its threads (a producer warpgroup and 2 or 3 consumer ones),
-// its stage's bytes (its A rows and 128 rows of B, or 128 rows of A and 256 of B), and the
-// rows of A each CTA of the pair loads for both.
+// A CTA's rows of A per unit, its threads (a producer warpgroup and 2 or 3 consumer ones)
+// and its stage's bytes (its A rows and 128 rows of B, or 128 rows of A and 256 of B).
 constexpr uint32_t rows_of(uint32_t f) { return f == kRows3SS ? 192 : 256; }
 constexpr uint32_t threads_of(uint32_t f) { return f == kRows3SS ? 512 : 384; }
 constexpr uint32_t stage_bytes_of(uint32_t f) { return f == kRows3SS ? 40 * 1024 : 48 * 1024; }
 constexpr uint32_t kMaxThreads = 512;
 
 struct Params {
-  uint32_t m, n, k;             // multiples of 256, 256 and 128
+  uint32_t m, n, k;             // multiples of the form's rows (256 or 192), 256 and 128
   uint32_t loads;               // 0: after the ring's first pass the stages are not loaded again;
                                 // 2 (rows forms): B only in even K blocks (half B's L2 bytes;
                                 // odd blocks reuse what the stage holds: timing only)
@@ -205,7 +204,9 @@ __device__ __forceinline__ void promote(float *total, const float (&blk)[R], flo
 #pragma unroll
     for (uint32_t j = 0; j < R / 4; j++) {
 #pragma unroll
-      for (uint32_t e = 0; e < 4; e++) total[j * 4 + e] = __fadd_rn(total[j * 4 + e], __fmul_rn(blk[j * 4 + e], e < 2 ? s0 : s1));
+      for (uint32_t e = 0; e < 4; e++) {
+        total[j * 4 + e] = __fadd_rn(total[j * 4 + e], __fmul_rn(blk[j * 4 + e], e < 2 ? s0 : s1));
+      }
     }
   } else {
     total[0] += blk[0] * s0;  // the WGMMAs' results stay used
@@ -605,8 +606,17 @@ int main(int argc, char **argv) {
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else if (a == "--loads" && i + 1 < argc) {
       loads_list.clear();
-      for (const char *q = argv[++i]; *q != '\0'; q++) {
-        if (*q >= '0' && *q <= '2') loads_list.push_back((uint32_t)(*q - '0'));
+      const std::string v = argv[++i];
+      for (size_t q = 0; q < v.size(); q += 2) {  // digits 0-2 separated by commas
+        if (v[q] < '0' || v[q] > '2' || (q + 1 < v.size() && v[q + 1] != ',')) {
+          loads_list.clear();
+          break;
+        }
+        loads_list.push_back((uint32_t)(v[q] - '0'));
+      }
+      if (loads_list.empty()) {
+        std::fprintf(stderr, "--loads takes values 0, 1, 2 separated by commas, not '%s'\n", v.c_str());
+        return 2;
       }
     }
     else {
@@ -623,6 +633,18 @@ int main(int argc, char **argv) {
   if (m == 0 || n == 0 || k == 0 || (m % 256 && m % 192) || n % 256 || k % 128 || reps == 0) {
     std::fprintf(stderr, "M must be a multiple of 256 or 192, N of 256, K of 128, reps > 0\n");
     return 2;
+  }
+  if (!only.empty()) {
+    bool named = false;
+    for (const Config &c : kConfigs) {
+      const std::string name = std::string(kFormNames[c.form]) + "/" + kPromoNames[c.promo];
+      named = named || only == name || only == name + "/" + kTurnNames[c.turns];
+    }
+    if (!named) {
+      std::fprintf(stderr, "--only %s names no config (FORM/PROMOTE[/TURNS], say rows_ss/ffma64/free)\n",
+                   only.c_str());
+      return 2;
+    }
   }
   Device dev;
   CUDA_OK(cudaDeviceGetAttribute(&dev.sms, cudaDevAttrMultiProcessorCount, 0));

@@ -189,6 +189,21 @@ class Gemmd:
     def signal(self, sig=_signal.SIGTERM):
         self.proc.send_signal(sig)
 
+    def wait_inflight(self, n, futures=(), timeout=60):
+        """Until the daemon holds at least n admitted requests (GetStats' inflight_requests).
+        A drain test signals after this: a request still arriving at SIGTERM is new work
+        and is refused, and on a loaded machine a large one can take seconds to arrive.
+        Fails if one of `futures` ends first (it was not held long enough to be seen)."""
+        pb, _, _, _ = stubs()
+        stub = self.stub()
+        deadline = time.monotonic() + timeout
+        while stub.GetStats(pb.GetStatsRequest()).inflight_requests < n:
+            if any(f.done() for f in futures):
+                raise AssertionError("a request ended before %d were seen in flight" % n)
+            if time.monotonic() > deadline:
+                raise AssertionError("the daemon never held %d requests in %g s" % (n, timeout))
+            time.sleep(0.01)
+
     def wait(self, timeout=60):
         return self.proc.wait(timeout=timeout)
 

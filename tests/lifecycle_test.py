@@ -29,11 +29,13 @@ class Drain(unittest.TestCase):
         small_b = H.make_matrix(pb, rng, 8, 64, H.DT_E4M3, H.SL_NONE)
         small_a = H.make_matrix(pb, rng, 2, 64, H.DT_E4M3, H.SL_NONE)
         # In flight when the signal comes: one long GEMM and queued small ones behind it.
+        # (Signalled once the daemon holds all six: one still arriving at SIGTERM would be
+        # new work, and a loaded machine can take seconds to send the big one.)
         inflight = [stub.Gemm.future(pb.GemmRequest(request_id=0, a=big_a, weight_name="big"))]
-        time.sleep(0.3)
+        d.wait_inflight(1, inflight)
         inflight += [stub.Gemm.future(pb.GemmRequest(request_id=i, a=small_a, b=small_b))
                      for i in range(1, 6)]
-        time.sleep(0.1)
+        d.wait_inflight(6, inflight)
         d.signal()
         time.sleep(0.2)
         # New work after the signal is refused.
