@@ -484,6 +484,12 @@ const Config kConfigs[] = {
     config<kRowsSS, 3, kMulAdd64>(), config<kRows3SS, 5, kMulAdd64>(),
 };
 
+// Whether --only's value (FORM/PROMOTE or FORM/PROMOTE/TURNS) names config c.
+bool named_by(const Config &c, const std::string &only) {
+  const std::string name = std::string(kFormNames[c.form]) + "/" + kPromoNames[c.promo];
+  return only == name || only == name + "/" + kTurnNames[c.turns];
+}
+
 struct Device {
   uint8_t *a = nullptr, *b = nullptr;
   float *d = nullptr, *sink = nullptr;
@@ -636,10 +642,7 @@ int main(int argc, char **argv) {
   }
   if (!only.empty()) {
     bool named = false;
-    for (const Config &c : kConfigs) {
-      const std::string name = std::string(kFormNames[c.form]) + "/" + kPromoNames[c.promo];
-      named = named || only == name || only == name + "/" + kTurnNames[c.turns];
-    }
+    for (const Config &c : kConfigs) named = named || named_by(c, only);
     if (!named) {
       std::fprintf(stderr, "--only %s names no config (FORM/PROMOTE[/TURNS], say rows_ss/ffma64/free)\n",
                    only.c_str());
@@ -672,8 +675,7 @@ int main(int argc, char **argv) {
               "GHz", "of_peak");
   for (const uint32_t loads : loads_list) {
     for (const Config &c : kConfigs) {
-      const std::string name = std::string(kFormNames[c.form]) + "/" + kPromoNames[c.promo];
-      if (!only.empty() && only != name && only != name + "/" + kTurnNames[c.turns]) continue;
+      if (!only.empty() && !named_by(c, only)) continue;
       if (m % rows_of(c.form) != 0) {
         std::printf("%-8s %6u %7s %6s %5d   skipped: M not a multiple of %u\n", kFormNames[c.form], c.stages,
                     kPromoNames[c.promo], kTurnNames[c.turns], (int)loads, rows_of(c.form));

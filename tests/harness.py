@@ -192,7 +192,7 @@ class Gemmd:
     def wait_inflight(self, n, futures=(), timeout=60):
         """Until the daemon holds at least n admitted requests (GetStats' inflight_requests).
         A drain test signals after this: a request still arriving at SIGTERM is new work
-        and is refused, and on a loaded machine a large one can take seconds to arrive.
+        and is refused, and a fixed sleep does not say when a large one has arrived.
         Fails if one of `futures` ends first (it was not held long enough to be seen)."""
         pb, _, _, _ = stubs()
         stub = self.stub()

@@ -30,7 +30,7 @@ class Drain(unittest.TestCase):
         small_a = H.make_matrix(pb, rng, 2, 64, H.DT_E4M3, H.SL_NONE)
         # In flight when the signal comes: one long GEMM and queued small ones behind it.
         # (Signalled once the daemon holds all six: one still arriving at SIGTERM would be
-        # new work, and a loaded machine can take seconds to send the big one.)
+        # new work, however long a loaded machine takes to send the big one.)
         inflight = [stub.Gemm.future(pb.GemmRequest(request_id=0, a=big_a, weight_name="big"))]
         d.wait_inflight(1, inflight)
         inflight += [stub.Gemm.future(pb.GemmRequest(request_id=i, a=small_a, b=small_b))

@@ -120,8 +120,8 @@ class Endpoints(unittest.TestCase):
         w = H.make_matrix(pb, rng, 4096, 4096, H.DT_E4M3, H.SL_NONE)
         stub.RegisterWeight(iter([pb.RegisterWeightRequest(name="big", weight=w)]))
         fut = stub.Gemm.future(pb.GemmRequest(a=H.make_matrix(pb, rng, 4096, 4096, 1, 0), weight_name="big"))
-        # Signalled once the daemon holds the 16 MB request (a loaded CI machine took over
-        # 0.3 s to send it; one still arriving at SIGTERM is refused as new work).
+        # Signalled once the daemon holds the 16 MB request: one still arriving at SIGTERM is
+        # refused as new work (a fixed 0.3 s wait failed so in a clean-clone CI run).
         d.wait_inflight(1, [fut])
         d.signal()
         time.sleep(0.2)
