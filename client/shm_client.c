@@ -63,6 +63,10 @@ struct gemmd_shm_client_s {
   int64_t timeout_ms;
   int wait_mode;
   unsigned spin_us;
+  /* A moving average of how long answers took to come (ns). Spinning for an answer that
+   * comes long after the spin ends only takes a core from gemmd and the other clients: past
+   * twice the spin, the waiter sleeps at once. */
+  _Atomic uint64_t wait_avg_ns;
 
   pthread_mutex_t mu; /* slots' free list, allocator, submission */
   pthread_cond_t room;
@@ -227,15 +231,27 @@ static int drain_cq(gemmd_shm_client_t *s) {
 }
 
 /* Waits until slot idx is done, consuming completions meanwhile. 0, or -1 at the deadline. */
+static void note_wait(gemmd_shm_client_t *s, uint64_t start_ns) {
+  const uint64_t took = now_ns() - start_ns;
+  const uint64_t avg = atomic_load_explicit(&s->wait_avg_ns, memory_order_relaxed);
+  atomic_store_explicit(&s->wait_avg_ns, avg - avg / 8 + took / 8, memory_order_relaxed);
+}
+
 static int wait_slot(gemmd_shm_client_t *s, uint32_t idx, uint64_t deadline_ns) {
   slot_t *sl = &s->slots[idx];
-  const uint64_t spin_until = now_ns() + (uint64_t)s->spin_us * 1000u;
+  const uint64_t start = now_ns(), spin_ns = (uint64_t)s->spin_us * 1000u;
+  const uint64_t spin_until =
+      atomic_load_explicit(&s->wait_avg_ns, memory_order_relaxed) > 2 * spin_ns ? start : start + spin_ns;
   for (;;) {
-    if (atomic_load(&sl->state) == SLOT_DONE) return 0;
+    if (atomic_load(&sl->state) == SLOT_DONE) {
+      note_wait(s, start);
+      return 0;
+    }
     if (pthread_mutex_trylock(&s->cq_mu) == 0) {
       drain_cq(s);
       if (atomic_load(&sl->state) == SLOT_DONE) {
         pthread_mutex_unlock(&s->cq_mu);
+        note_wait(s, start);
         return 0;
       }
       const uint64_t now = now_ns();

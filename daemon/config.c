@@ -60,6 +60,17 @@ static const opt_t options[] = {
         "comma-separated uids allowed on the shm socket besides gemmd's own and root"),
     STR(shm_allow_gids, "shm-allow-gids", "", "comma-separated gids allowed on the shm socket"),
     INT(shm_max_clients, "shm-max-clients", "64", 1, 4096, "shared-memory clients at once"),
+    SIZE(shm_arenas_bytes, "shm-arenas-bytes", "16G", 1 << 20, 1ll << 40,
+         "arena bytes of all shared-memory clients together; a HELLO past it is refused with "
+         "RESOURCE_EXHAUSTED"),
+    ENUM(shm_pin_arenas, "shm-pin-arenas", "on", "on|off",
+         "CUDA engine: pin each shared-memory arena (on a pool thread once the client is "
+         "connected: its pages populated, then registered in 2 MiB pieces, so other clients' "
+         "batches go on) and DMA results straight into it; until then, and with off, results "
+         "are copied there from the engine's pinned buffers (docs/bench/serving.md)"),
+    INT(test_shm_pin_delay_us, "test-shm-pin-delay-us", "0", 0, 10000000,
+        "tests only: each shared-memory arena takes this long to pin, as cudaHostRegister of "
+        "a large arena does on the GPU (0: no delay)"),
     ENUM(backend, "backend", "auto", "auto|cuda|cpu",
          "compute backend; auto takes the GPU when one is usable, else the CPU"),
     INT(device, "device", "0", 0, 1023, "CUDA device ordinal"),
@@ -73,6 +84,9 @@ static const opt_t options[] = {
     INT(engine_spin_us, "engine-spin-us", "200", 0, 100000,
         "CUDA engine: its staging and completion threads poll this many us for work and for "
         "the GPU before they sleep (lower latency, a busy core while batches run)"),
+    INT(engine_slots, "engine-slots", "4", 1, 8,
+        "CUDA engine: batches in flight at once, each with its own device buffer, pinned "
+        "copy and stream: later batches stage and queue while one computes (docs/bench/serving.md)"),
     INT(test_fault_after_batches, "test-fault-after-batches", "0", 0, 1000000000,
         "tests only: make the GPU fail on this batch (0: never)"),
     INT(cpu_threads, "cpu-threads", "0", 0, 1024,

@@ -30,6 +30,9 @@ typedef struct gemmd_config_s {
   char shm_allow_uids[256];
   char shm_allow_gids[256];
   int64_t shm_max_clients;
+  uint64_t shm_arenas_bytes;
+  char shm_pin_arenas[8];
+  int64_t test_shm_pin_delay_us;
   /* Device. */
   char backend[16]; /* auto | cuda | cpu */
   int64_t device;
@@ -37,6 +40,7 @@ typedef struct gemmd_config_s {
   char cuda_graphs[8];  /* on | off */
   int64_t test_fault_after_batches;
   int64_t engine_spin_us;
+  int64_t engine_slots;
   int64_t cpu_threads;
   int64_t cpu_inline_flops;
   /* Weights. */

@@ -27,9 +27,11 @@ typedef struct gemmd_engine_ops_s {
   /* Drops the engine's copy; only called when no batch uses the weight. */
   void (*weight_unload)(gemmd_engine_t *e, gemmd_weight_t *w);
   /* A shared-memory client's arena appeared / is going away: the CUDA engine registers
-   * it (cudaHostRegister) so that copies from and to it are single DMAs. May be NULL. */
+   * it (cudaHostRegister) so that results are DMAs straight into it. Runs on a uv pool
+   * thread while batches run; takes a while (populates and pins every page). Requests
+   * say whether their arena is registered (request.h d_dest_pinned). May be NULL. */
   int (*arena_register)(gemmd_engine_t *e, void *base, size_t bytes);
-  void (*arena_unregister)(gemmd_engine_t *e, void *base);
+  void (*arena_unregister)(gemmd_engine_t *e, void *base, size_t bytes);
   /* Frees the engine's arenas of a finished batch, after the loop has answered it. */
   void (*batch_release)(gemmd_engine_t *e, gemmd_batch_t *batch);
   /* Device memory the engine holds, in bytes. */
@@ -60,7 +62,8 @@ int gemmd_engine_cpu_create(int threads, double inline_flops, gemmd_engine_done_
  * sm_90 GPU. kernel: "wgmma", "gemmd" or "cublaslt"; graphs: capture and replay batches.
  * fault_after: tests only, 0 = never; else make the device fail on that batch.
  * spin_us: the staging and completion threads poll this long for work / for the GPU
- * before they sleep (0: sleep at once).
+ * before they sleep (0: sleep at once). slots: batches in flight at once (1..8), each with
+ * its own device buffer, pinned copy and stream.
  * Returns 0, or GEMMD_ENOTSUP with why (no GPU, not sm_90, built without CUDA). */
 typedef struct gemmd_cuda_options_s {
   int device;
@@ -68,6 +71,7 @@ typedef struct gemmd_cuda_options_s {
   int graphs;
   int64_t fault_after;
   int64_t spin_us;
+  int64_t slots;
 } gemmd_cuda_options_t;
 
 int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn done,

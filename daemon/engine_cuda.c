@@ -11,9 +11,13 @@
  * around the replay.
  * cuBLASLt graphs depend on the shapes: they are cached by the batch's signature.
  *
- * Two slots let batch i+1 stage and upload while batch i computes. A completion thread
- * waits on each slot's events in order, reads the device time, copies shared-memory
- * results into their arenas (registered with cudaHostRegister), and reports the batch.
+ * Several slots (--engine-slots) let later batches stage, upload and queue their kernels
+ * while batch i computes, and batch i's results travel while batch i+1's kernels run. A
+ * completion thread waits on each slot's events in order and reads the device time; it
+ * hands the batch to one of the finishing threads, which copy results into arenas that
+ * are not pinned, answer its shared-memory requests (a CQE and, for a sleeping client, a
+ * wake-up: several µs each) and report it to the loop. Answering is thereby never in the
+ * way of noticing the next batch.
  * A CUDA error marks the engine failed: the batch and every later one get UNAVAILABLE
  * with device_failed set, and gemmd stops with a non-zero exit. */
 #include <cuda_runtime_api.h>
@@ -23,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "daemon/clock.h"
 #include "daemon/engine.h"
@@ -32,7 +38,7 @@
 #include "kernels/errors.h"
 #include "kernels/gpu_gemm.h"
 
-enum { N_SLOTS = 2, ROW_ALIGN = 16, UNAVAILABLE = 14, LT_CACHE = 64 };
+enum { MAX_SLOTS = 8, N_FINISHERS = 4, ROW_ALIGN = 16, UNAVAILABLE = 14, LT_CACHE = 64 };
 
 /* What a batch's kernels are, as a mask: the GEMM launches it needs (GEMMD_GPU_PART_*,
  * gpu_gemm.h: the WGMMA kernel of its tile kind, the FP32-output kernel) and whether it
@@ -78,23 +84,39 @@ typedef struct {
   slot_t *s; /* NULL: it failed before reaching the device */
 } launched_t;
 
+typedef struct cuda_engine_s cuda_engine_t;
+
+/* A finishing thread's argument. */
 typedef struct {
+  cuda_engine_t *e;
+  int index;
+} finisher_arg_t;
+
+struct cuda_engine_s {
   gemmd_engine_t base;
   int device;
   int use_lt, use_graphs;
   gemmd_gpu_kernel_t kernel; /* gemmd's own kernel, when not use_lt */
   int64_t fault_after;
   gemmd_cublaslt_t *lt;
-  slot_t slots[N_SLOTS];
+  slot_t slots[MAX_SLOTS];
+  unsigned n_slots;
   pthread_mutex_t mu;
   pthread_cond_t cv;
   /* FIFOs to the staging and completion threads. The counts change under the mutex; they
    * are atomic so that a thread spinning for work (--engine-spin-us) may poll them
    * without it. */
-  gemmd_batch_t *submitted[N_SLOTS];
+  gemmd_batch_t *submitted[MAX_SLOTS];
   atomic_uint n_submitted;
-  launched_t launched[N_SLOTS];
+  launched_t launched[MAX_SLOTS];
   atomic_uint n_launched;
+  /* Batches with a status, for the finishing threads (fin_cv; under mu). */
+  gemmd_batch_t *finished[MAX_SLOTS];
+  atomic_uint n_finished;
+  int completer_done;
+  pthread_cond_t fin_cv;
+  pthread_t finishers[N_FINISHERS];
+  finisher_arg_t finisher_args[N_FINISHERS];
   uint64_t spin_ns;
   uint64_t lt_clock;
   int stop;
@@ -103,7 +125,7 @@ typedef struct {
   uint64_t batches;
   atomic_uint_fast64_t weight_bytes;
   pthread_t stager, completer;
-} cuda_engine_t;
+};
 
 static uint64_t align256(uint64_t x) { return (x + 255u) & ~(uint64_t)255u; }
 
@@ -212,22 +234,73 @@ static void cuda_weight_unload(gemmd_engine_t *base, gemmd_weight_t *w) {
   w->engine_handle = NULL;
 }
 
+/* ---- Shared-memory arenas ------------------------------------------------------------------ */
+
+/* An arena is registered in pieces at PIN_CHUNK-aligned addresses, after its pages are
+ * populated. cudaHostRegister holds every other CUDA call of the process for as long as it
+ * runs (144 ms for 256 MiB of fresh pages on the H200, 12.6 ms once they are populated,
+ * ~0.4 ms for 2-8 MiB of populated pages), while populating them (MADV_POPULATE_WRITE)
+ * holds up no CUDA call: so the batches of every other client keep running while an
+ * arena is pinned (docs/bench/serving.md). A DMA may not cross two registrations, so result
+ * copies into an arena are split at PIN_CHUNK boundaries (result_dma). */
+enum { PIN_CHUNK = 2u << 20, PIN_PAUSE_US = 200 };
+
+static uintptr_t chunk_end(uintptr_t a) { return (a / PIN_CHUNK + 1) * PIN_CHUNK; }
+
+/* Makes every page of [p, p + bytes) resident without changing its contents (the client
+ * may be writing it): MADV_POPULATE_WRITE, else a read of each page. */
+static void populate(uint8_t *p, size_t bytes) {
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+  if (madvise(p, bytes, MADV_POPULATE_WRITE) == 0) return;
+  for (size_t o = 0; o < bytes; o += 4096) (void)*(volatile const uint8_t *)(p + o);
+}
+
+static void unregister_range(uint8_t *p, size_t bytes) {
+  for (uintptr_t a = (uintptr_t)p, end = (uintptr_t)p + bytes; a < end; a = chunk_end(a)) {
+    cudaHostUnregister((void *)a);
+  }
+  cudaGetLastError();
+}
+
 static int cuda_arena_register(gemmd_engine_t *base, void *p, size_t bytes) {
   cuda_engine_t *e = (cuda_engine_t *)base;
-  const cudaError_t err = cudaHostRegister(p, bytes, cudaHostRegisterDefault);
-  if (err != cudaSuccess) {
-    cudaGetLastError();
-    gemmd_log(GEMMD_LOG_WARN, "arena not registered", "bytes=%zu reason=\"%s\"", bytes,
-              cudaGetErrorString(err));
-    return GEMMD_EDEVICE;
+  cudaSetDevice(e->device);
+  populate(p, bytes);
+  const uintptr_t start = (uintptr_t)p, end = start + bytes;
+  for (uintptr_t a = start; a < end; a = chunk_end(a)) {
+    const size_t n = (chunk_end(a) < end ? chunk_end(a) : end) - a;
+    const cudaError_t err = cudaHostRegister((void *)a, n, cudaHostRegisterDefault);
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      unregister_range(p, a - start);
+      gemmd_log(GEMMD_LOG_WARN, "arena not registered", "bytes=%zu reason=\"%s\"", bytes,
+                cudaGetErrorString(err));
+      return GEMMD_EDEVICE;
+    }
+    usleep(PIN_PAUSE_US); /* the batches' CUDA calls get their turn between pieces */
   }
-  (void)e;
   return GEMMD_OK;
 }
 
-static void cuda_arena_unregister(gemmd_engine_t *base, void *p) {
-  (void)base;
-  cudaHostUnregister(p);
+static void cuda_arena_unregister(gemmd_engine_t *base, void *p, size_t bytes) {
+  cudaSetDevice(((cuda_engine_t *)base)->device);
+  unregister_range(p, bytes);
+}
+
+/* D2H copy of one result into a registered arena, in pieces that each stay inside one
+ * registration. */
+static cudaError_t result_dma(uint8_t *dst, const uint8_t *src, size_t n, cudaStream_t stream) {
+  cudaError_t err = cudaSuccess;
+  while (n > 0 && !err) {
+    const size_t piece = chunk_end((uintptr_t)dst) - (uintptr_t)dst < n ? chunk_end((uintptr_t)dst) - (uintptr_t)dst : n;
+    err = cudaMemcpyAsync(dst, src, piece, cudaMemcpyDeviceToHost, stream);
+    dst += piece;
+    src += piece;
+    n -= piece;
+  }
+  return err;
 }
 
 /* ---- Layout and staging ------------------------------------------------------------------- */
@@ -499,19 +572,21 @@ static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_
   /* D comes back to the pinned buffer only for requests that read it there (gRPC); a
    * batch of shared-memory requests gets just their own DMAs below. */
   int host_readers = 0;
-  for (uint32_t i = 0; i < b->n_requests; i++) host_readers += b->requests[i]->d_dest == NULL;
+  for (uint32_t i = 0; i < b->n_requests; i++) {
+    host_readers += b->requests[i]->d_dest == NULL || !b->requests[i]->d_dest_pinned;
+  }
   if (!err && host_readers > 0) {
     *step = "download";
     err = download(s, L, b);
   }
   if (err) return err;
   *step = "result copies";
-  /* Shared-memory results go straight into the client's (registered) arena: one DMA each. */
+  /* Shared-memory results go straight into the client's registered arena: one DMA each.
+   * An arena still being pinned gets its result from the pinned buffer (completer_main). */
   for (uint32_t i = 0; i < b->n_requests && !err; i++) {
     const gemmd_request_t *r = b->requests[i];
-    if (r->d_dest != NULL) {
-      err = cudaMemcpyAsync(r->d_dest, s->dev + L->h.d_arena + r->d_offset, r->d_bytes,
-                            cudaMemcpyDeviceToHost, s->stream);
+    if (r->d_dest != NULL && r->d_dest_pinned) {
+      err = result_dma(r->d_dest, s->dev + L->h.d_arena + r->d_offset, r->d_bytes, s->stream);
     }
   }
   if (!err) err = cudaEventRecord(s->stop, s->stream);
@@ -566,7 +641,7 @@ static void *stager_main(void *arg) {
     memmove(&e->submitted[0], &e->submitted[1], --e->n_submitted * sizeof b);
     slot_t *s = NULL;
     while (s == NULL) {
-      for (int i = 0; i < N_SLOTS; i++) {
+      for (unsigned i = 0; i < e->n_slots; i++) {
         if (!e->slots[i].busy) {
           s = &e->slots[i];
           break;
@@ -627,6 +702,52 @@ static void *stager_main(void *arg) {
   }
 }
 
+/* The end of a batch with its status: results bound for shared-memory arenas that are not
+ * pinned are copied there from the slot's pinned buffer, then engine.h's done (the
+ * completions and their wake-ups, the post to the loop). */
+static void answer_batch(cuda_engine_t *e, gemmd_batch_t *b) {
+  if (b->status == 0) {
+    for (uint32_t i = 0; i < b->n_requests; i++) {
+      gemmd_request_t *r = b->requests[i];
+      if (r->d_dest != NULL && r->d != r->d_dest) {
+        memcpy(r->d_dest, r->d, r->d_bytes);
+        r->d = r->d_dest;
+      }
+    }
+  }
+  e->base.done(e->base.done_ctx, b);
+}
+
+/* Hands a batch with its status to the finishing threads, so that one batch's copies and
+ * wake-ups never hold up noticing the next (answering on this thread whenever the GPU had
+ * nothing else measured far slower at 8 clients: docs/bench/serving.md). */
+static void finish_batch(cuda_engine_t *e, gemmd_batch_t *b) {
+  pthread_mutex_lock(&e->mu);
+  e->finished[e->n_finished++] = b;
+  pthread_cond_signal(&e->fin_cv);
+  pthread_mutex_unlock(&e->mu);
+}
+
+/* Finisher 0 polls for work (--engine-spin-us) before it sleeps, so that a batch alone
+ * pays no thread wake-up on its way back; the others sleep at once. */
+static void *finisher_main(void *arg) {
+  cuda_engine_t *e = ((finisher_arg_t *)arg)->e;
+  const int hot = ((finisher_arg_t *)arg)->index == 0;
+  pthread_mutex_lock(&e->mu);
+  for (;;) {
+    if (hot && e->n_finished == 0 && !e->completer_done) spin_for_work(e, &e->n_finished);
+    while (e->n_finished == 0 && !e->completer_done) pthread_cond_wait(&e->fin_cv, &e->mu);
+    if (e->n_finished == 0) break;
+    gemmd_batch_t *b = e->finished[0];
+    memmove(&e->finished[0], &e->finished[1], --e->n_finished * sizeof b);
+    pthread_mutex_unlock(&e->mu);
+    answer_batch(e, b);
+    pthread_mutex_lock(&e->mu);
+  }
+  pthread_mutex_unlock(&e->mu);
+  return NULL;
+}
+
 static void *completer_main(void *arg) {
   cuda_engine_t *e = arg;
   cudaSetDevice(e->device);
@@ -635,6 +756,8 @@ static void *completer_main(void *arg) {
     if (e->n_launched == 0) spin_for_work(e, &e->n_launched);
     while (e->n_launched == 0 && !(e->stop && e->n_submitted == 0)) pthread_cond_wait(&e->cv, &e->mu);
     if (e->n_launched == 0) {
+      e->completer_done = 1;
+      pthread_cond_broadcast(&e->fin_cv);
       pthread_mutex_unlock(&e->mu);
       return NULL;
     }
@@ -658,11 +781,11 @@ static void *completer_main(void *arg) {
         b->gemm_ns = (uint64_t)((double)gemm_ms * 1e6);
         for (uint32_t i = 0; i < b->n_requests; i++) {
           gemmd_request_t *r = b->requests[i];
-          r->d = r->d_dest != NULL ? r->d_dest : s->host + s->hdr.d_arena + r->d_offset;
+          r->d = r->d_dest != NULL && r->d_dest_pinned ? r->d_dest : s->host + s->hdr.d_arena + r->d_offset;
         }
       }
     }
-    e->base.done(e->base.done_ctx, b);
+    finish_batch(e, b);
   }
 }
 
@@ -671,7 +794,7 @@ static void *completer_main(void *arg) {
 static int cuda_submit(gemmd_engine_t *base, gemmd_batch_t *b) {
   cuda_engine_t *e = (cuda_engine_t *)base;
   pthread_mutex_lock(&e->mu);
-  if (e->n_submitted >= N_SLOTS || e->stop) {
+  if (e->n_submitted >= e->n_slots || e->stop) {
     pthread_mutex_unlock(&e->mu);
     return GEMMD_EAGAIN;
   }
@@ -697,7 +820,7 @@ static void cuda_batch_release(gemmd_engine_t *base, gemmd_batch_t *b) {
 static uint64_t cuda_memory_used(gemmd_engine_t *base) {
   cuda_engine_t *e = (cuda_engine_t *)base;
   uint64_t n = atomic_load(&e->weight_bytes);
-  for (int i = 0; i < N_SLOTS; i++) n += e->slots[i].cap;
+  for (unsigned i = 0; i < e->n_slots; i++) n += e->slots[i].cap;
   return n;
 }
 
@@ -709,8 +832,9 @@ static void cuda_close(gemmd_engine_t *base) {
   pthread_mutex_unlock(&e->mu);
   pthread_join(e->stager, NULL);
   pthread_join(e->completer, NULL);
+  for (int i = 0; i < N_FINISHERS; i++) pthread_join(e->finishers[i], NULL);
   if (!atomic_load(&e->failed)) {
-    for (int i = 0; i < N_SLOTS; i++) {
+    for (unsigned i = 0; i < e->n_slots; i++) {
       slot_t *s = &e->slots[i];
       for (int j = 0; j < N_PART_MASKS; j++) {
         if (s->exec[j]) cudaGraphExecDestroy(s->exec[j]);
@@ -731,6 +855,7 @@ static void cuda_close(gemmd_engine_t *base) {
   }
   pthread_mutex_destroy(&e->mu);
   pthread_cond_destroy(&e->cv);
+  pthread_cond_destroy(&e->fin_cv);
   free(e);
 }
 
@@ -775,7 +900,8 @@ int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn
   e->spin_ns = o->spin_us > 0 ? (uint64_t)o->spin_us * 1000u : 0;
   e->base.ops = &cuda_ops;
   e->base.backend = "cuda";
-  e->base.slots = N_SLOTS;
+  e->n_slots = o->slots >= 1 && o->slots <= MAX_SLOTS ? (unsigned)o->slots : 2;
+  e->base.slots = e->n_slots;
   e->base.quantizes_a = 1;
   e->base.row_align = ROW_ALIGN;
   e->base.done = done;
@@ -789,14 +915,15 @@ int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn
            e->use_graphs ? ", graphs" : ", eager");
   pthread_mutex_init(&e->mu, NULL);
   pthread_cond_init(&e->cv, NULL);
+  pthread_cond_init(&e->fin_cv, NULL);
   err = cudaSetDevice(e->device);
-  for (int i = 0; !err && i < N_SLOTS; i++) {
+  for (unsigned i = 0; !err && i < e->n_slots; i++) {
     err = cudaStreamCreateWithFlags(&e->slots[i].stream, cudaStreamNonBlocking);
     if (!err) err = cudaEventCreate(&e->slots[i].start);
     if (!err) err = cudaEventCreate(&e->slots[i].stop);
     if (!err) err = cudaEventCreate(&e->slots[i].gemm_start);
     if (!err) err = cudaEventCreate(&e->slots[i].gemm_stop);
-    /* Split-K batches on the two slots' streams may run at once: a workspace each. */
+    /* Split-K batches on the slots' streams may run at once: a workspace each. */
     if (!err && !e->use_lt && e->kernel == GEMMD_GPU_KERNEL_WGMMA) {
       err = cudaMalloc(&e->slots[i].ws, gemmd_gpu_gemm_workspace_bytes());
       if (!err) err = cudaMemset(e->slots[i].ws, 0, gemmd_gpu_gemm_workspace_bytes());
@@ -811,6 +938,11 @@ int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn
   }
   pthread_create(&e->stager, NULL, stager_main, e);
   pthread_create(&e->completer, NULL, completer_main, e);
+  for (int i = 0; i < N_FINISHERS; i++) {
+    e->finisher_args[i].e = e;
+    e->finisher_args[i].index = i;
+    pthread_create(&e->finishers[i], NULL, finisher_main, &e->finisher_args[i]);
+  }
   *out = &e->base;
   return GEMMD_OK;
 }

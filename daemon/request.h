@@ -33,9 +33,14 @@ struct gemmd_request_s {
   /* Optional: answers the caller from the engine's thread the moment its batch completes
    * OK (status, compute_ns, batch_* and d set), ahead of the loop; respond still runs
    * later on the loop, for the bookkeeping, with answered_early set. Only for transports
-   * whose answer is safe off the loop (shared memory: a locked CQ publish). */
+   * whose answer is safe off the loop (shared memory: a locked CQ publish; unary gRPC: a
+   * send batch, which gRPC takes from any thread). */
   void (*answer_early)(gemmd_request_t *req);
   int answered_early;
+  /* Optional, with answer_early: wakes the caller if it sleeps on its answer. The engine's
+   * thread publishes every early answer of a batch first and wakes afterwards, so that a
+   * client polling for its answer never waits behind another client's wake-up. */
+  void (*wake_early)(gemmd_request_t *req);
 
   /* Times, CLOCK_MONOTONIC ns. deadline_ns = 0: none. */
   uint64_t accepted_ns, deadline_ns, dispatched_ns, done_ns;
@@ -70,6 +75,7 @@ struct gemmd_request_s {
   int status;         /* gRPC code */
   char message[512];  /* for status != OK */
   uint8_t *d_dest;    /* when set, the engine copies D here (a shared-memory arena) */
+  int d_dest_pinned;  /* d_dest is registered with the engine: a DMA may write it */
   const uint8_t *d;   /* m×n of out_dtype, valid during respond */
   size_t d_bytes;
   uint64_t batch_id, compute_ns;

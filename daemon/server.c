@@ -355,6 +355,10 @@ static void engine_done(void *ctx, gemmd_batch_t *b) {
       r->answer_early(r);
       r->answered_early = 1;
     }
+    for (uint32_t i = 0; i < b->n_requests; i++) {
+      gemmd_request_t *r = b->requests[i];
+      if (r->answered_early && r->wake_early != NULL) r->wake_early(r);
+    }
   }
   gemmd_server_post(ctx, on_batch_done, b);
 }
@@ -763,7 +767,7 @@ static int create_engine(gemmd_server_t *srv) {
     const gemmd_cuda_options_t o = {(int)cfg->device,
                                     strcmp(cfg->gemm_kernel, "auto") == 0 ? "wgmma" : cfg->gemm_kernel,
                                     strcmp(cfg->cuda_graphs, "on") == 0, cfg->test_fault_after_batches,
-                                    cfg->engine_spin_us};
+                                    cfg->engine_spin_us, cfg->engine_slots};
     const int rc = gemmd_engine_cuda_create(&o, engine_done, srv, &srv->engine, why, sizeof why);
     if (rc == GEMMD_OK) {
       gemmd_log(GEMMD_LOG_INFO, "backend chosen", "backend=cuda device=\"%s\"", srv->engine->device);

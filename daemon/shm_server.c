@@ -49,6 +49,7 @@ struct gemmd_shm_server_s {
   gid_t gids[MAX_IDS];
   int n_uids, n_gids;
   int stopping, listen_closed;
+  uint64_t arena_bytes_total; /* every client's arena, against --shm-arenas-bytes */
   void (*done)(gemmd_server_t *srv);
 };
 
@@ -64,7 +65,16 @@ struct shm_client_s {
   uv_poll_t sq_poll;
   int open_handles; /* uv handles not yet closed */
   int sq_poll_inited;
-  int arena_registered; /* with the engine (cudaHostRegister on the CUDA engine) */
+  /* With --shm-pin-arenas on, the arena's registration with the engine (cudaHostRegister
+   * on the CUDA engine) runs on the uv pool after WELCOME, so that a connecting client
+   * never holds up the loop; until it is done (arena_pinned), and always without it, the
+   * engine copies results through its own pinned memory. */
+  int pinning;      /* the registration is on the pool (it holds a reference) */
+  int arena_pinned; /* registered: the engine may DMA straight into the arena */
+  int pin_rc;
+  uint64_t pin_started_ns;
+  uv_work_t pin_work; /* the registration, later the unregistration */
+  gemmd_engine_t *release_engine;
   /* The arena and gemmd's private copy of its geometry: the header in the arena is the
    * client's to scribble on, so gemmd never reads geometry back from it. */
   uint8_t *arena;
@@ -90,10 +100,13 @@ typedef struct {
   uint64_t request_id;
   uint64_t accepted_ns;
   uint8_t *weight_copy; /* REGISTER_WEIGHT of FP8: the bytes copied out of the arena */
+  int wake_pending;     /* answered early to a sleeping client, not yet woken */
 } shm_op_t;
 
 static void client_unref(shm_client_t *c);
 static void drain_ring(shm_client_t *c);
+static void unpin_work(uv_work_t *w);
+static void unpin_done(uv_work_t *w, int status);
 
 /* ---- Shared words in the arena --------------------------------------------------------- */
 
@@ -114,11 +127,13 @@ static void copy_message(char *dst, size_t n, const char *src) {
   dst[len] = '\0';
 }
 
-static void publish(shm_client_t *c, const gemmd_shm_cqe_t *cqe) {
+/* Puts a completion into the client's CQ. Returns whether the client said it sleeps on
+ * its answers (then wake it, now or soon: it re-checks the CQ before it sleeps). */
+static int publish_quiet(shm_client_t *c, const gemmd_shm_cqe_t *cqe) {
   pthread_mutex_lock(&c->cq_mu);
   if (c->state != ACTIVE) { /* the client is gone: the answer goes nowhere */
     pthread_mutex_unlock(&c->cq_mu);
-    return;
+    return 0;
   }
   uint8_t *slot = c->arena + c->cq_offset + (size_t)(c->cq_tail & (c->entries - 1)) * GEMMD_SHM_ENTRY_BYTES;
   memcpy(slot, cqe, sizeof *cqe);
@@ -127,13 +142,20 @@ static void publish(shm_client_t *c, const gemmd_shm_cqe_t *cqe) {
   __atomic_fetch_add(&c->hdr->cq_seq.value, 1, __ATOMIC_RELEASE);
   const int wake = __atomic_load_n(&c->hdr->client_waiting.value, __ATOMIC_ACQUIRE) != 0;
   pthread_mutex_unlock(&c->cq_mu);
-  if (wake) {
-    const uint64_t one = 1;
-    if (write(c->cq_efd, &one, sizeof one) < 0 && errno != EAGAIN) {
-      gemmd_log(GEMMD_LOG_WARN, "shm doorbell", "client=%u errno=%d", c->id, errno);
-    }
-    syscall(SYS_futex, &c->hdr->cq_seq.value, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+  return wake;
+}
+
+/* Rings both of the client's wake-ups: its CQ doorbell and the futex on cq_seq. */
+static void wake_client(shm_client_t *c) {
+  const uint64_t one = 1;
+  if (write(c->cq_efd, &one, sizeof one) < 0 && errno != EAGAIN) {
+    gemmd_log(GEMMD_LOG_WARN, "shm doorbell", "client=%u errno=%d", c->id, errno);
   }
+  syscall(SYS_futex, &c->hdr->cq_seq.value, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+static void publish(shm_client_t *c, const gemmd_shm_cqe_t *cqe) {
+  if (publish_quiet(c, cqe)) wake_client(c);
 }
 
 static void publish_error(shm_client_t *c, const gemmd_shm_sqe_t *e, int code, const char *msg,
@@ -161,8 +183,9 @@ static void op_done(shm_op_t *op) {
   client_unref(c);
 }
 
-/* A GEMM's completion (D is already in the arena: the engine wrote it there). */
-static void gemm_publish(gemmd_request_t *r, uint64_t total_ns) {
+/* A GEMM's completion (D is already in the arena: the engine wrote it there). Returns
+ * whether the client needs a wake-up. */
+static int gemm_publish(gemmd_request_t *r, uint64_t total_ns) {
   shm_op_t *op = (shm_op_t *)r;
   gemmd_shm_cqe_t cqe;
   memset(&cqe, 0, sizeof cqe);
@@ -179,16 +202,25 @@ static void gemm_publish(gemmd_request_t *r, uint64_t total_ns) {
   }
   cqe.total_ns = total_ns;
   if (r->status != CODE_OK) copy_message(cqe.message, sizeof cqe.message, r->message);
-  publish(op->c, &cqe);
+  return publish_quiet(op->c, &cqe);
 }
 
-/* Engine thread: the batch completed OK; the client hears it now. The op (and with it
- * the client and its arena mapping) stays alive until gemm_respond on the loop. */
-static void gemm_answer_early(gemmd_request_t *r) { gemm_publish(r, gemmd_now_ns() - r->accepted_ns); }
+/* Engine thread: the batch completed OK; the client's CQ has the answer now, and
+ * gemm_wake_early wakes it once the whole batch is published. The op (and with it the
+ * client and its arena mapping) stays alive until gemm_respond on the loop. */
+static void gemm_answer_early(gemmd_request_t *r) {
+  ((shm_op_t *)r)->wake_pending = gemm_publish(r, gemmd_now_ns() - r->accepted_ns);
+}
+
+static void gemm_wake_early(gemmd_request_t *r) {
+  shm_op_t *op = (shm_op_t *)r;
+  if (op->wake_pending) wake_client(op->c);
+  op->wake_pending = 0;
+}
 
 /* Loop thread: the bookkeeping end of every GEMM, and its answer unless already given. */
 static void gemm_respond(gemmd_request_t *r) {
-  if (!r->answered_early) gemm_publish(r, r->done_ns - r->accepted_ns);
+  if (!r->answered_early && gemm_publish(r, r->done_ns - r->accepted_ns)) wake_client(((shm_op_t *)r)->c);
   op_done((shm_op_t *)r);
 }
 
@@ -295,8 +327,10 @@ static int take_gemm(shm_client_t *c, const gemmd_shm_sqe_t *e, shm_op_t *op, ch
   r->accepted_ns = op->accepted_ns;
   r->deadline_ns = e->timeout_us ? op->accepted_ns + (uint64_t)e->timeout_us * 1000u : 0;
   r->d_dest = c->arena + e->d_offset;
+  r->d_dest_pinned = c->arena_pinned;
   r->respond = gemm_respond;
   r->answer_early = gemm_answer_early;
+  r->wake_early = gemm_wake_early;
   r->respond_ctx = op;
   return CODE_OK;
 }
@@ -482,6 +516,58 @@ static void maybe_done(gemmd_shm_server_t *ss) {
   }
 }
 
+/* ---- Pinning arenas off the loop ------------------------------------------------------------ */
+
+static void pin_work(uv_work_t *w) {
+  shm_client_t *c = w->data;
+  const gemmd_server_t *srv = c->ss->srv;
+  if (srv->cfg->test_shm_pin_delay_us > 0) usleep((useconds_t)srv->cfg->test_shm_pin_delay_us);
+  gemmd_engine_t *eng = srv->engine;
+  c->pin_rc = eng->ops->arena_register != NULL && strcmp(srv->cfg->shm_pin_arenas, "on") == 0
+                  ? eng->ops->arena_register(eng, c->arena, c->arena_bytes)
+                  : GEMMD_ENOTSUP;
+}
+
+static void pin_done(uv_work_t *w, int status) {
+  shm_client_t *c = w->data;
+  c->pinning = 0;
+  if (status == 0 && c->pin_rc == GEMMD_OK) {
+    c->arena_pinned = 1;
+    gemmd_log(GEMMD_LOG_INFO, "shm arena pinned", "client=%u arena_bytes=%zu ms=%.1f", c->id,
+              c->arena_bytes, (double)(gemmd_now_ns() - c->pin_started_ns) * 1e-6);
+  } else if (c->pin_rc != GEMMD_ENOTSUP) {
+    gemmd_log(GEMMD_LOG_WARN, "shm arena not pinned", "client=%u arena_bytes=%zu: results reach it "
+              "through the engine's pinned memory", c->id, c->arena_bytes);
+  }
+  client_unref(c);
+}
+
+/* Starts the arena's registration on the pool, when the engine wants it (or a test
+ * stands in for its cost). */
+static void start_pinning(shm_client_t *c) {
+  const gemmd_server_t *srv = c->ss->srv;
+  const int engine_pins = srv->engine->ops->arena_register != NULL && strcmp(srv->cfg->shm_pin_arenas, "on") == 0;
+  if (!engine_pins && srv->cfg->test_shm_pin_delay_us == 0) return;
+  c->pinning = 1;
+  c->pin_started_ns = gemmd_now_ns();
+  c->refs++;
+  c->pin_work.data = c;
+  uv_queue_work((uv_loop_t *)&srv->loop, &c->pin_work, pin_work, pin_done);
+}
+
+static void unpin_work(uv_work_t *w) {
+  shm_client_t *c = w->data;
+  if (c->release_engine->ops->arena_unregister != NULL) {
+    c->release_engine->ops->arena_unregister(c->release_engine, c->arena, c->arena_bytes);
+  }
+  munmap(c->arena, c->arena_bytes);
+}
+
+static void unpin_done(uv_work_t *w, int status) {
+  (void)status;
+  free(w->data);
+}
+
 static void on_client_handle_closed(uv_handle_t *h) {
   shm_client_t *c = h->data;
   if (--c->open_handles > 0) return;
@@ -493,16 +579,20 @@ static void on_client_handle_closed(uv_handle_t *h) {
     }
   }
   ss->n_clients--;
-  gemmd_engine_t *eng = ss->srv->engine;
-  if (c->arena != NULL && c->arena_registered && eng->ops->arena_unregister != NULL) {
-    eng->ops->arena_unregister(eng, c->arena);
-  }
+  if (c->arena != NULL) ss->arena_bytes_total -= c->arena_bytes;
   if (c->sock >= 0) close(c->sock);
   if (c->sq_efd >= 0) close(c->sq_efd);
   if (c->cq_efd >= 0) close(c->cq_efd);
-  if (c->arena != NULL) munmap(c->arena, c->arena_bytes);
   pthread_mutex_destroy(&c->cq_mu);
-  free(c);
+  if (c->arena_pinned) {
+    /* Unpinning takes as long as pinning: on the pool too, which then unmaps and frees. */
+    c->pin_work.data = c;
+    c->release_engine = ss->srv->engine;
+    uv_queue_work(&ss->srv->loop, &c->pin_work, unpin_work, unpin_done);
+  } else {
+    if (c->arena != NULL) munmap(c->arena, c->arena_bytes);
+    free(c);
+  }
   maybe_done(ss);
 }
 
@@ -578,14 +668,7 @@ static int make_arena(shm_client_t *c, uint64_t bytes, uint32_t entries, int *me
   }
   c->arena = p;
   c->arena_bytes = bytes;
-  gemmd_engine_t *eng = c->ss->srv->engine;
-  if (eng->ops->arena_register != NULL) {
-    if (eng->ops->arena_register(eng, p, bytes) != GEMMD_OK) {
-      snprintf(msg, n, "the engine could not register a %" PRIu64 "-byte arena", bytes);
-      return CODE_RESOURCE_EXHAUSTED;
-    }
-    c->arena_registered = 1;
-  }
+  c->ss->arena_bytes_total += bytes;
   c->entries = entries;
   c->sq_offset = GEMMD_SHM_HEADER_BYTES;
   c->cq_offset = c->sq_offset + entries * GEMMD_SHM_ENTRY_BYTES;
@@ -662,6 +745,14 @@ static void handshake(shm_client_t *c) {
     refuse(c, CODE_INVALID_ARGUMENT, msg);
     return;
   }
+  if (ss->arena_bytes_total + bytes > cfg->shm_arenas_bytes) {
+    snprintf(msg, sizeof msg,
+             "an arena of %" PRIu64 " bytes would pass --shm-arenas-bytes (%" PRIu64
+             " bytes for all clients, %" PRIu64 " in use); ask for a smaller one or retry later",
+             bytes, cfg->shm_arenas_bytes, ss->arena_bytes_total);
+    refuse(c, CODE_RESOURCE_EXHAUSTED, msg);
+    return;
+  }
   c->max_inflight = entries < (uint32_t)cfg->max_inflight_per_client
                         ? entries
                         : (uint32_t)cfg->max_inflight_per_client;
@@ -707,6 +798,7 @@ static void handshake(shm_client_t *c) {
   c->sq_poll_inited = 1;
   c->sq_poll.data = c;
   uv_poll_start(&c->sq_poll, UV_READABLE, on_doorbell);
+  start_pinning(c);
   gemmd_log(GEMMD_LOG_INFO, "shm client", "client=%u pid=%d uid=%u arena_bytes=%" PRIu64
             " entries=%u max_inflight=%u", c->id, (int)c->peer.pid, (unsigned)c->peer.uid, bytes,
             entries, c->max_inflight);

@@ -1,0 +1,429 @@
+"""The serving benchmark: many model workers, each its own process with its own weights,
+against one gemmd, over shared memory and gRPC, with the C client (libgemmclient:
+tools/bench/serving_worker.c) and the Python clients (client/python/gemmd_shm.py, grpcio).
+Where torch with CUDA is present (the GPU machine), the same work done two ways in the
+same run: one process sending one request at a time, and one process that already holds
+every worker's requests (one grouped GEMM, the same host copies).
+
+    python3 tools/bench/serving.py [--backend cpu|cuda] [--shape 8x4096x4096]
+        [--weights 64] [--workers 1,8,16,32,64] [--clients c-shm,py-shm,c-grpc,py-grpc]
+        [--seconds 3] [--torch] [--gemmd-args "..."] [--json FILE]
+
+Each row: req/s, weight GB/s (the weight bytes the requests name, per second), round-trip
+p50/p99, HELLO/connect p50/p99, requests per batch, and per batch the stages of
+gemmd_batch_stage_seconds_total (µs) and the GEMM kernels' share
+(gemmd_batch_gemm_seconds_total), all taken from /metrics at the window's two ends.
+Every worker connects and warms up before the window; the window is the same for all.
+Binaries come from $GEMMD_BIN_DIR (the GPU bundle) or bazel-bin/.
+
+    python3 tools/bench/serving.py worker ADDRESS M K IDS START_AT SECONDS
+
+is the Python worker (the C one takes the same arguments).
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, os.path.join(ROOT, "client", "python"))
+
+STAGES = ("to_engine", "host_staging", "device", "completion_notice", "to_loop", "answer")
+
+
+def binary(name):
+    d = os.environ.get("GEMMD_BIN_DIR")
+    for p in ([os.path.join(d, name)] if d else []) + [
+            os.path.join(ROOT, "bazel-bin", "tools", "bench", name),
+            os.path.join(ROOT, "bazel-bin", "daemon", name)]:
+        if os.path.exists(p):
+            return p
+    raise FileNotFoundError(name + " (build it: bazel build -c opt //tools/bench:serving_worker)")
+
+
+# ---- Workers ---------------------------------------------------------------------------------
+
+
+def e4m3_random(rng, n):
+    """n random finite E4M3 codes."""
+    import numpy as np
+
+    return (rng.integers(0, 0x70, n, dtype=np.uint8) | (rng.integers(0, 2, n, dtype=np.uint8) << 7))
+
+
+def py_worker(addr, m, k, ids, start_at, seconds):
+    import numpy as np
+
+    rng = np.random.default_rng()
+    a_bytes = e4m3_random(rng, m * k).tobytes()
+    kb = (k + 127) // 128
+    scales = np.full(m * kb, 1.0 / 64, dtype=np.float32).tobytes()
+    end_at = start_at + seconds
+    lat, errors, first_error = [], 0, ""
+    t = time.monotonic_ns()
+    if addr.startswith("unix://"):
+        import gemmd_shm as shm
+
+        c = shm.Client(addr[len("unix://"):])
+        connect_ns = time.monotonic_ns() - t
+        a_off = c.alloc(len(a_bytes))
+        c.write(a_off, a_bytes)
+        s_off = c.alloc(len(scales))
+        c.write(s_off, scales)
+        d_cap = 64 << 20
+        d_off = c.alloc(d_cap)
+
+        def call(wid):
+            r = c.wait(c.gemm_async(m=m, k=k, a=(a_off, shm.DTYPE_E4M3, shm.LAYOUT_1X128, s_off),
+                                    weight_id=wid, d=d_off, d_capacity=d_cap, out_dtype=shm.DTYPE_BF16))
+            if r.status != 0:
+                raise RuntimeError("%d: %s" % (r.status, r.message))
+            return c.arena[d_off:d_off + r.d_bytes]  # a view of D, as a user reads it
+    else:
+        import grpc
+        import harness
+
+        pb, pbg, _, _ = harness.stubs()
+        ch = grpc.insecure_channel(addr, options=[("grpc.max_receive_message_length", 1 << 30),
+                                                  ("grpc.max_send_message_length", 1 << 30)])
+        grpc.channel_ready_future(ch).result(timeout=30)
+        stub = pbg.GemmServiceStub(ch)
+        connect_ns = time.monotonic_ns() - t
+        a = pb.Matrix(rows=m, cols=k, dtype=pb.DTYPE_FP8_E4M3, data=a_bytes,
+                      scale_layout=pb.SCALE_LAYOUT_BLOCK_1X128,
+                      scales=np.frombuffer(scales, dtype=np.float32).tolist())
+
+        def call(wid):
+            return stub.Gemm(pb.GemmRequest(weight_id=wid, a=a, out_dtype=pb.DTYPE_BF16)).d.data
+    i = 0
+    while True:
+        now = time.time()
+        if now >= end_at:
+            break
+        t0 = time.monotonic_ns()
+        try:
+            call(ids[i % len(ids)])
+        except Exception as e:  # noqa: BLE001 - counted and reported, the worker goes on
+            errors += now >= start_at
+            first_error = first_error or str(e)[:300]
+            continue
+        finally:
+            i += 1
+        if now >= start_at:
+            lat.append(time.monotonic_ns() - t0)
+    print(json.dumps({"connect_ns": connect_ns, "requests": len(lat), "errors": errors,
+                      "first_error": first_error, "lat_ns": lat}))
+
+
+# ---- The daemon and its numbers ---------------------------------------------------------------
+
+
+def metrics(port):
+    body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10).read().decode()
+    out = {}
+    for line in body.splitlines():
+        mm = re.match(r'^(gemmd_[a-z_]+)(\{[^}]*\})? (\S+)$', line)
+        if mm:
+            out[mm.group(1) + (mm.group(2) or "")] = float(mm.group(3))
+    return out
+
+
+def register_weights(sock, n_weights, n, k):
+    """n_weights random E4M3 N×K weights with 128×128 scales; their ids."""
+    import numpy as np
+
+    import gemmd_shm as shm
+
+    rng = np.random.default_rng(7)
+    ids = []
+    per = n * k
+    with shm.Client(sock, arena_bytes=max(256 << 20, (per * 5 // 4 + (1 << 20)) // 4096 * 4096 + 4096)) as c:
+        for i in range(n_weights):
+            data = e4m3_random(rng, per).tobytes()
+            ns = ((n + 127) // 128) * ((k + 127) // 128)
+            ids.append(c.register_weight("serving-%d" % i, n, k, data, shm.DTYPE_E4M3,
+                                         shm.LAYOUT_128X128, [1.0 / 32] * ns))
+    return ids
+
+
+def percentile(sorted_vals, q):
+    if not sorted_vals:
+        return float("nan")
+    return sorted_vals[min(len(sorted_vals) - 1, int(q * len(sorted_vals)))]
+
+
+def gemmd_cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def churn_clients(sock, n, until, hello_ms, errors):
+    """n threads that connect a shared-memory client (default arena), hold it 0.2 s,
+    close it and connect again until `until`; HELLO round trips into hello_ms."""
+    import threading
+
+    import gemmd_shm as shm
+
+    def loop():
+        while time.time() < until - 0.25:
+            t = time.monotonic()
+            try:
+                c = shm.Client(sock)
+            except Exception as e:  # noqa: BLE001 - counted in the row
+                errors.append(str(e)[:200])
+                time.sleep(0.05)
+                continue
+            hello_ms.append((time.monotonic() - t) * 1e3)
+            time.sleep(0.2)
+            c.close()
+    threads = [threading.Thread(target=loop, daemon=True) for _ in range(n)]
+    for t in threads:
+        t.start()
+    return threads
+
+
+def run_point(g, kind, workers, shape, ids, seconds, churn=0):
+    """One row: `workers` processes of client `kind` for `seconds`; with churn, that many
+    more shared-memory clients connect and disconnect through the window."""
+    m, n, k = shape
+    lang, transport = kind.split("-")
+    addr = "unix://" + g.shm_socket if transport == "shm" else g.address
+    per = max(1, len(ids) // workers)
+    connect_budget = 3.0 + 0.15 * workers
+    start_at = time.time() + connect_budget
+    procs = []
+    for w in range(workers):
+        mine = [ids[(w * per + j) % len(ids)] for j in range(per)]
+        args = [addr, str(m), str(k), ",".join(map(str, mine)), "%.6f" % start_at, str(seconds)]
+        cmd = [binary("serving_worker")] + args if lang == "c" else \
+            [sys.executable, os.path.abspath(__file__), "worker"] + args
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    time.sleep(max(0.0, start_at - time.time()))
+    hello_ms, churn_errors = [], []
+    churners = churn_clients(g.shm_socket, churn, start_at + seconds, hello_ms, churn_errors) if churn else []
+    m0, cpu0, t0 = metrics(g.metrics_port), gemmd_cpu_seconds(g.proc.pid), time.monotonic()
+    time.sleep(max(0.0, start_at + seconds - time.time()))
+    m1, cpu1, t1 = metrics(g.metrics_port), gemmd_cpu_seconds(g.proc.pid), time.monotonic()
+    lat, connect, errors, first_error, requests = [], [], 0, "", 0
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        if p.returncode != 0 or not out.strip():
+            errors += 1
+            first_error = first_error or ("worker exit %s: %s" % (p.returncode, err.strip()[-300:]))
+            continue
+        r = json.loads(out.strip().splitlines()[-1])
+        lat += r["lat_ns"]
+        connect.append(r["connect_ns"])
+        errors += r["errors"]
+        requests += r["requests"]
+        first_error = first_error or r["first_error"]
+    for t in churners:
+        t.join()
+    lat.sort()
+    connect.sort()
+    hello_ms.sort()
+
+    def d(key):
+        return m1.get(key, 0.0) - m0.get(key, 0.0)
+    batches = d("gemmd_batch_stage_batches_total")
+    row = {
+        "client": kind + (" +churn %d" % churn if churn else ""), "workers": workers, "shape": "%dx%dx%d" % shape,
+        "churn_hellos": len(hello_ms), "churn_hello_p50_ms": percentile(hello_ms, 0.5),
+        "churn_hello_p99_ms": percentile(hello_ms, 0.99), "churn_hello_max_ms": hello_ms[-1] if hello_ms else 0.0,
+        "churn_errors": churn_errors[:3],
+        "req_s": requests / seconds, "errors": errors, "first_error": first_error,
+        "weight_gb_s": requests / seconds * n * k / 1e9,
+        "p50_us": percentile(lat, 0.50) / 1e3, "p99_us": percentile(lat, 0.99) / 1e3,
+        "connect_p50_ms": percentile(connect, 0.5) / 1e6, "connect_max_ms": (connect[-1] if connect else 0) / 1e6,
+        "req_per_batch": (d("gemmd_batch_requests_sum") / d("gemmd_batch_requests_count")
+                          if d("gemmd_batch_requests_count") else 0.0),
+        "gemmd_cpu_cores": (cpu1 - cpu0) / (t1 - t0),
+        "gemm_busy": d("gemmd_batch_gemm_seconds_total") / seconds,
+    }
+    for s in STAGES:
+        row[s + "_us"] = d('gemmd_batch_stage_seconds_total{stage="%s"}' % s) / batches * 1e6 if batches else 0.0
+    row["gemm_us"] = d("gemmd_batch_gemm_seconds_total") / batches * 1e6 if batches else 0.0
+    return row
+
+
+# ---- torch, the same work without gemmd -------------------------------------------------------
+
+
+def torch_rows(shape, n_weights, worker_counts, seconds):
+    """One process, one request at a time (H2D A, _scaled_mm, D2H, sync); and one process
+    holding every worker's request: H2D of all A, one grouped GEMM, D2H, sync."""
+    import torch
+
+    m, n, k = shape
+    dev = torch.device("cuda")
+    f8 = torch.float8_e4m3fn
+    w = (torch.randn(n_weights, n, k, device=dev) * 0.1).to(f8)  # each (N, K), row-major
+    sw = torch.rand(n_weights, n, device=dev, dtype=torch.float32) + 0.5
+    rows = []
+
+    def timed(step, per_iter):
+        for _ in range(5):
+            step(0)
+        torch.cuda.synchronize()
+        lats, done, i = [], 0, 0
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            t = time.perf_counter()
+            step(i)
+            lats.append(time.perf_counter() - t)
+            done += per_iter
+            i += 1
+        lats.sort()
+        return done / seconds, percentile(lats, 0.5) * 1e6, percentile(lats, 0.99) * 1e6
+
+    a_host = (torch.randn(m, k) * 0.1).to(f8).pin_memory()
+    sa_host = torch.ones(m, 1, dtype=torch.float32).pin_memory()
+    d_host = torch.empty(m, n, dtype=torch.bfloat16).pin_memory()
+
+    def one(i):
+        g = i % n_weights
+        a = a_host.to(dev, non_blocking=True)
+        sa = sa_host.to(dev, non_blocking=True)
+        d = torch._scaled_mm(a, w[g].t(), scale_a=sa, scale_b=sw[g].view(1, n), out_dtype=torch.bfloat16)
+        d_host.copy_(d, non_blocking=True)
+        torch.cuda.synchronize()
+    rps, p50, p99 = timed(one, 1)
+    rows.append({"baseline": "torch, one request at a time", "workers": 1, "req_s": rps,
+                 "p50_us": p50, "p99_us": p99, "method": "_scaled_mm"})
+
+    for workers in worker_counts:
+        if workers < 2:
+            continue
+        per = max(1, n_weights // workers)
+        a_all = (torch.randn(workers * m, k) * 0.1).to(f8).pin_memory()
+        sa_all = torch.ones(workers * m, dtype=torch.float32).pin_memory()
+        d_all = torch.empty(workers * m, n, dtype=torch.bfloat16).pin_memory()
+        offs = torch.arange(1, workers + 1, device=dev, dtype=torch.int32) * m
+
+        # The weights each round names, stacked once (as a model keeps its experts): the
+        # timed loop reads them in place, never gathers them.
+        sels = [torch.tensor([(wk * per + i) % n_weights for wk in range(workers)], device=dev)
+                for i in range(per)]
+        stacks = [(w[idx].contiguous(), sw[idx].contiguous()) for idx in sels]
+        method = "_scaled_grouped_mm"
+
+        def grouped(i):
+            wb, sb = stacks[i % per]
+            a = a_all.to(dev, non_blocking=True)
+            sa = sa_all.to(dev, non_blocking=True)
+            d = torch._scaled_grouped_mm(a, wb.transpose(-2, -1), sa, sb, offs=offs,
+                                         out_dtype=torch.bfloat16)
+            d_all.copy_(d, non_blocking=True)
+            torch.cuda.synchronize()
+
+        def looped(i):
+            idx = sels[i % per].tolist()
+            a = a_all.to(dev, non_blocking=True)
+            sa = sa_all.to(dev, non_blocking=True).view(-1, 1)
+            outs = [torch._scaled_mm(a[j * m:(j + 1) * m], w[g].t(), scale_a=sa[j * m:(j + 1) * m],
+                                     scale_b=sw[g].view(1, n), out_dtype=torch.bfloat16)
+                    for j, g in enumerate(idx)]
+            d_all.copy_(torch.cat(outs), non_blocking=True)
+            torch.cuda.synchronize()
+        try:
+            grouped(0)
+            step = grouped
+        except Exception as e:  # noqa: BLE001 - this torch has no usable grouped FP8 GEMM
+            method = "_scaled_mm per group (_scaled_grouped_mm: %s)" % str(e).splitlines()[0][:80]
+            step = looped
+        rps, p50, p99 = timed(step, workers)
+        del stacks
+        rows.append({"baseline": "torch, one process holding the requests", "workers": workers,
+                     "req_s": rps, "p50_us": p50, "p99_us": p99, "method": method})
+    return rows
+
+
+# ---- The driver -------------------------------------------------------------------------------
+
+
+def fmt_table(rows):
+    head = ("| client | workers | req/s | weight GB/s | p50 µs | p99 µs | connect p50 / max ms | req/batch "
+            "| gemmd CPU cores | GEMM busy | " + " | ".join(STAGES) + " | GEMM µs/batch | errors |")
+    lines = [head, "|" + " --- |" * (head.count("|") - 1)]
+    for r in rows:
+        lines.append("| %s | %d | %.1fk | %.3g | %.1f | %.1f | %.1f / %.1f | %.1f | %.2f | %.0f%% | %s | %.1f | %s |" % (
+            r["client"], r["workers"], r["req_s"] / 1e3, r["weight_gb_s"], r["p50_us"], r["p99_us"],
+            r["connect_p50_ms"], r["connect_max_ms"], r["req_per_batch"], r["gemmd_cpu_cores"],
+            100 * r["gemm_busy"], " | ".join("%.1f" % r[s + "_us"] for s in STAGES), r["gemm_us"],
+            r["errors"] if not r["errors"] else "%d (%s)" % (r["errors"], r["first_error"][:60])))
+    return "\n".join(lines)
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "worker":
+        a = sys.argv[2:]
+        py_worker(a[0], int(a[1]), int(a[2]), [int(x) for x in a[3].split(",")], float(a[4]), float(a[5]))
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--backend", default="cpu")
+    ap.add_argument("--shape", default=None, help="MxNxK (default 8x4096x4096 on cuda, 8x256x256 on cpu)")
+    ap.add_argument("--weights", type=int, default=64)
+    ap.add_argument("--workers", default=None, help="default 1,8,16,32,64 on cuda, 1,2,4,8 on cpu")
+    ap.add_argument("--clients", default="c-shm,py-shm,c-grpc,py-grpc")
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--torch", action="store_true", help="also the torch baselines (needs CUDA)")
+    ap.add_argument("--gemmd-args", default="", help="extra gemmd flags")
+    ap.add_argument("--churn", default=None, metavar="CLIENT:WORKERS:N",
+                    help="also rows where N more shm clients connect and disconnect meanwhile, "
+                         "each with and without the churn, e.g. c-shm:32:64")
+    ap.add_argument("--json", default=None)
+    o = ap.parse_args()
+    import harness
+
+    shape = tuple(int(x) for x in (o.shape or ("8x4096x4096" if o.backend == "cuda" else "8x256x256")).split("x"))
+    workers = [int(x) for x in (o.workers or ("1,8,16,32,64" if o.backend == "cuda" else "1,2,4,8")).split(",")]
+    rows = []
+    harness.EXTRA_ARGS[:] = []
+    with harness.Gemmd("--backend", o.backend, *o.gemmd_args.split()) as g:
+        t = time.time()
+        ids = register_weights(g.shm_socket, o.weights, shape[1], shape[2])
+        print("# %s, %d weights of %dx%d registered in %.1f s; gemmd %s" % (
+            time.strftime("%Y-%m-%d %H:%M:%S"), len(ids), shape[1], shape[2], time.time() - t,
+            o.gemmd_args or "(default flags)"), flush=True)
+        for kind in o.clients.split(","):
+            for w in workers:
+                r = run_point(g, kind, w, shape, ids, o.seconds)
+                rows.append(r)
+                print(fmt_table([r]).splitlines()[-1], flush=True)
+        if o.churn:
+            kind, w, n = o.churn.split(":")
+            for c in (0, int(n)):
+                r = run_point(g, kind, int(w), shape, ids, o.seconds, churn=c)
+                rows.append(r)
+                print(fmt_table([r]).splitlines()[-1], flush=True)
+                if c:
+                    print("churn: %d HELLOs, p50 %.2f ms, p99 %.2f ms, max %.2f ms, %d refused %s" % (
+                        r["churn_hellos"], r["churn_hello_p50_ms"], r["churn_hello_p99_ms"],
+                        r["churn_hello_max_ms"], len(r["churn_errors"]),
+                        r["churn_errors"][:1]), flush=True)
+    print("\nshape %s, %d weights\n" % ("x".join(map(str, shape)), o.weights))
+    print(fmt_table(rows))
+    out = {"shape": shape, "rows": rows}
+    if o.torch:
+        trows = torch_rows(shape, o.weights, workers, o.seconds)
+        out["torch"] = trows
+        print("\n| torch baseline | workers | req/s | p50 µs | p99 µs | method |\n| --- | --- | --- | --- | --- | --- |")
+        for r in trows:
+            print("| %s | %d | %.1fk | %.1f | %.1f | %s |" % (r["baseline"], r["workers"], r["req_s"] / 1e3,
+                                                          r["p50_us"], r["p99_us"], r["method"]))
+    if o.json:
+        with open(o.json, "w") as f:
+            json.dump(out, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

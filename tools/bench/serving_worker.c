@@ -1,0 +1,143 @@
+/* One model worker of the serving benchmark (tools/bench/serving.py), on libgemmclient.
+ *
+ *   serving_worker ADDRESS M K WEIGHT_IDS START_AT SECONDS
+ *
+ * ADDRESS picks the transport (HOST:PORT is gRPC, unix:///PATH shared memory). The worker
+ * connects, builds one E4M3 A (M×K, 1×128 scales; in the arena over shared memory, with
+ * D there too), then sends one synchronous GEMM at a time, cycling through its
+ * comma-separated WEIGHT_IDS, until START_AT + SECONDS (CLOCK_REALTIME seconds).
+ * Requests sent before START_AT warm up and are not counted. It prints one JSON line:
+ *   {"connect_ns": N, "requests": N, "errors": N, "first_error": "...", "lat_ns": [...]}
+ * with the round-trip time of every counted request. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client/gemmclient.h"
+
+enum { MAX_WEIGHTS = 1024 };
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static double wall_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int parse_ids(char *list, uint64_t *ids) {
+  int n = 0;
+  for (char *tok = strtok(list, ","); tok != NULL && n < MAX_WEIGHTS; tok = strtok(NULL, ",")) {
+    ids[n++] = strtoull(tok, NULL, 10);
+  }
+  return n;
+}
+
+/* JSON string body: quotes, backslashes and control characters escaped. */
+static void print_json_string(const char *s) {
+  putchar('"');
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') {
+      printf("\\%c", *s);
+    } else if ((unsigned char)*s < 0x20) {
+      printf("\\u%04x", (unsigned char)*s);
+    } else {
+      putchar(*s);
+    }
+  }
+  putchar('"');
+}
+
+int main(int argc, char **argv) {
+  if (argc != 7) {
+    fprintf(stderr, "usage: serving_worker ADDRESS M K WEIGHT_IDS START_AT SECONDS\n");
+    return 2;
+  }
+  const char *addr = argv[1];
+  const uint32_t m = (uint32_t)strtoul(argv[2], NULL, 10), k = (uint32_t)strtoul(argv[3], NULL, 10);
+  static uint64_t ids[MAX_WEIGHTS];
+  const int n_ids = parse_ids(argv[4], ids);
+  const double start_at = strtod(argv[5], NULL), end_at = start_at + strtod(argv[6], NULL);
+  if (m == 0 || k == 0 || n_ids == 0) {
+    fprintf(stderr, "serving_worker: M, K and at least one weight id are needed\n");
+    return 2;
+  }
+
+  gemmd_status_t st;
+  gemmd_client_t *c = NULL;
+  const uint64_t t_connect = mono_ns();
+  if (gemmd_client_open(addr, NULL, &c, &st) != 0) {
+    fprintf(stderr, "serving_worker: %s: %s\n", addr, st.message);
+    return 1;
+  }
+  const int shm = strcmp(gemmd_client_transport(c), "shm") == 0;
+  const size_t a_bytes = (size_t)m * k, ns = (size_t)m * ((k + 127) / 128);
+  uint8_t *a = shm ? gemmd_client_shm_alloc(c, a_bytes) : malloc(a_bytes);
+  float *sa = shm ? gemmd_client_shm_alloc(c, ns * sizeof(float)) : malloc(ns * sizeof(float));
+  if (a == NULL || sa == NULL) {
+    fprintf(stderr, "serving_worker: no memory for A\n");
+    return 1;
+  }
+  srand((unsigned)mono_ns());
+  for (size_t i = 0; i < a_bytes; i++) {
+    /* finite E4M3 codes of either sign, exponent bits below the NaN pattern */
+    a[i] = (uint8_t)((rand() & 0x80) | (rand() % 0x70));
+  }
+  for (size_t i = 0; i < ns; i++) sa[i] = 1.0f / 64;
+
+  gemmd_gemm_call_t call;
+  memset(&call, 0, sizeof call);
+  call.a = (gemmd_operand_t){m, k, k, GEMMD_DTYPE_FP8_E4M3, a, GEMMD_SCALE_BLOCK_1X128, sa};
+  call.out_dtype = GEMMD_DTYPE_BF16;
+  /* The largest weight's D: N is not known here; ask the first call to size it. */
+  void *d = NULL;
+  const uint64_t connect_ns = mono_ns() - t_connect;
+
+  size_t cap = 1 << 16, n_lat = 0;
+  uint64_t *lat = malloc(cap * sizeof *lat);
+  uint64_t requests = 0, errors = 0, id = 0;
+  char first_error[600] = "";
+  for (int i = 0;; i = (i + 1) % n_ids) {
+    const double now = wall_s();
+    if (now >= end_at) break;
+    call.weight_id = ids[i];
+    call.request_id = ++id;
+    call.d_out = d;
+    gemmd_gemm_result_t r;
+    const uint64_t t0 = mono_ns();
+    const int rc = gemmd_client_gemm(c, &call, &r, &st);
+    const uint64_t dt = mono_ns() - t0;
+    if (rc != 0) {
+      errors += now >= start_at;
+      if (first_error[0] == '\0') snprintf(first_error, sizeof first_error, "%s", st.message);
+      continue;
+    }
+    if (shm && d == NULL) { /* from now on D lands in the arena, not in a copy */
+      d = gemmd_client_shm_alloc(c, r.data_bytes);
+    }
+    gemmd_gemm_result_free(&r);
+    if (now < start_at) continue;
+    requests++;
+    if (n_lat == cap) {
+      cap *= 2;
+      lat = realloc(lat, cap * sizeof *lat);
+      if (lat == NULL) return 1;
+    }
+    lat[n_lat++] = dt;
+  }
+  printf("{\"connect_ns\": %llu, \"requests\": %llu, \"errors\": %llu, \"first_error\": ",
+         (unsigned long long)connect_ns, (unsigned long long)requests, (unsigned long long)errors);
+  print_json_string(first_error);
+  printf(", \"lat_ns\": [");
+  for (size_t i = 0; i < n_lat; i++) printf(i ? ",%llu" : "%llu", (unsigned long long)lat[i]);
+  printf("]}\n");
+  gemmd_client_close(c);
+  free(lat);
+  return 0;
+}
