@@ -3,35 +3,51 @@
 #include <stdlib.h>
 
 void gemmd_batcher_init(gemmd_batcher_t *b, gemmd_batcher_limits_t limits) {
+  if (limits.small_batches_per_piece == 0) limits.small_batches_per_piece = 1;
   b->limits = limits;
-  b->head = b->tail = NULL;
-  b->depth = 0;
+  b->requests = (gemmd_lane_t){NULL, NULL, 0};
+  b->pieces = (gemmd_lane_t){NULL, NULL, 0};
+  b->queued = b->depth = 0;
+  b->batches_since_piece = 0;
   b->next_batch_id = 1;
 }
 
 void gemmd_batcher_push(gemmd_batcher_t *b, gemmd_request_t *r) {
+  gemmd_lane_t *l = r->parent != NULL ? &b->pieces : &b->requests;
   r->next = NULL;
-  if (b->tail) {
-    b->tail->next = r;
+  if (l->tail) {
+    l->tail->next = r;
   } else {
-    b->head = r;
+    l->head = r;
   }
-  b->tail = r;
-  b->depth++;
+  l->tail = r;
+  l->depth++;
+  b->queued++;
+  b->depth += r->parent == NULL || r->piece_row == 0;
+}
+
+/* The counts, for one entry leaving a lane. */
+static void count_out(gemmd_batcher_t *b, gemmd_lane_t *l, const gemmd_request_t *r) {
+  l->depth--;
+  b->queued--;
+  b->depth -= r->parent == NULL || r->piece_row == 0;
 }
 
 uint64_t gemmd_batcher_oldest_ns(const gemmd_batcher_t *b) {
-  return b->head ? b->head->accepted_ns : 0;
+  const uint64_t r = b->requests.head ? b->requests.head->accepted_ns : 0;
+  const uint64_t p = b->pieces.head ? b->pieces.head->accepted_ns : 0;
+  return r == 0 ? p : p == 0 || r < p ? r : p;
 }
 
-gemmd_request_t *gemmd_batcher_expire(gemmd_batcher_t *b, uint64_t now_ns) {
-  gemmd_request_t *expired = NULL, **exp_tail = &expired;
-  gemmd_request_t **link = &b->head, *prev = NULL;
+/* Unlinks a lane's expired requests onto *tail. */
+static gemmd_request_t **expire_lane(gemmd_batcher_t *b, gemmd_lane_t *l, uint64_t now_ns,
+                                     gemmd_request_t **exp_tail) {
+  gemmd_request_t **link = &l->head, *prev = NULL;
   while (*link != NULL) {
     gemmd_request_t *r = *link;
     if (r->deadline_ns != 0 && r->deadline_ns <= now_ns) {
       *link = r->next;
-      b->depth--;
+      count_out(b, l, r);
       r->next = NULL;
       *exp_tail = r;
       exp_tail = &r->next;
@@ -40,14 +56,26 @@ gemmd_request_t *gemmd_batcher_expire(gemmd_batcher_t *b, uint64_t now_ns) {
       link = &r->next;
     }
   }
-  b->tail = prev;
+  l->tail = prev;
+  return exp_tail;
+}
+
+gemmd_request_t *gemmd_batcher_expire(gemmd_batcher_t *b, uint64_t now_ns) {
+  gemmd_request_t *expired = NULL;
+  expire_lane(b, &b->pieces, now_ns, expire_lane(b, &b->requests, now_ns, &expired));
   return expired;
 }
 
 gemmd_request_t *gemmd_batcher_take_all(gemmd_batcher_t *b) {
-  gemmd_request_t *all = b->head;
-  b->head = b->tail = NULL;
-  b->depth = 0;
+  gemmd_request_t *all = b->requests.head;
+  if (b->requests.tail != NULL) {
+    b->requests.tail->next = b->pieces.head;
+  } else {
+    all = b->pieces.head;
+  }
+  b->requests = (gemmd_lane_t){NULL, NULL, 0};
+  b->pieces = (gemmd_lane_t){NULL, NULL, 0};
+  b->queued = b->depth = 0;
   return all;
 }
 
@@ -58,7 +86,12 @@ static int same_group(const gemmd_request_t *x, const gemmd_request_t *y) {
 gemmd_batch_t *gemmd_batcher_form(gemmd_batcher_t *b, uint64_t now_ns, gemmd_request_t **expired) {
   *expired = NULL;
   gemmd_request_t **exp_tail = expired;
-  const uint32_t cap = b->depth < b->limits.max_requests ? b->depth : b->limits.max_requests;
+  /* The pieces' turn: none of the other lane waits, or enough of its batches ran. */
+  const int piece_turn = b->pieces.depth > 0 &&
+                         (b->requests.depth == 0 || b->batches_since_piece >= b->limits.small_batches_per_piece);
+  gemmd_lane_t *l = piece_turn ? &b->pieces : &b->requests;
+  uint32_t cap = l->depth < b->limits.max_requests ? l->depth : b->limits.max_requests;
+  if (piece_turn) cap = 1;
   if (cap == 0) return NULL;
 
   /* Per group: its first request (the key) and a list of its members. */
@@ -76,11 +109,11 @@ gemmd_batch_t *gemmd_batcher_form(gemmd_batcher_t *b, uint64_t now_ns, gemmd_req
 
   uint32_t n = 0, groups = 0;
   uint64_t rows = 0;
-  while (b->head != NULL && n < cap) {
-    gemmd_request_t *r = b->head;
+  while (l->head != NULL && n < cap) {
+    gemmd_request_t *r = l->head;
     if (r->deadline_ns != 0 && r->deadline_ns <= now_ns) {
-      b->head = r->next;
-      b->depth--;
+      l->head = r->next;
+      count_out(b, l, r);
       r->next = NULL;
       *exp_tail = r;
       exp_tail = &r->next;
@@ -91,8 +124,8 @@ gemmd_batch_t *gemmd_batcher_form(gemmd_batcher_t *b, uint64_t now_ns, gemmd_req
     const int fits_rows = rows + r->m <= b->limits.max_rows || n == 0;
     const int fits_groups = g < groups || groups < b->limits.max_groups;
     if (!fits_rows || !fits_groups) break; /* first come, first served: stop here */
-    b->head = r->next;
-    b->depth--;
+    l->head = r->next;
+    count_out(b, l, r);
     r->next = NULL;
     if (g == groups) {
       key[g] = ghead[g] = gtail[g] = r;
@@ -104,7 +137,7 @@ gemmd_batch_t *gemmd_batcher_form(gemmd_batcher_t *b, uint64_t now_ns, gemmd_req
     rows += r->m;
     n++;
   }
-  if (b->head == NULL) b->tail = NULL;
+  if (l->head == NULL) l->tail = NULL;
 
   if (n == 0) {
     free(key);
@@ -112,6 +145,11 @@ gemmd_batch_t *gemmd_batcher_form(gemmd_batcher_t *b, uint64_t now_ns, gemmd_req
     free(ghead);
     gemmd_batch_free(batch);
     return NULL;
+  }
+  if (piece_turn) {
+    b->batches_since_piece = 0;
+  } else if (b->pieces.depth > 0) {
+    b->batches_since_piece++;
   }
   batch->id = b->next_batch_id++;
   batch->n_requests = n;

@@ -53,6 +53,8 @@ typedef struct gemmd_config_s {
   int64_t max_batch_rows;
   int64_t max_batch_groups;
   int64_t max_batch_delay_us;
+  int64_t split_flops;
+  int64_t small_batches_per_piece;
   int64_t queue_depth;
   int64_t max_inflight_per_client;
   /* Request limits. */

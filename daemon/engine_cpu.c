@@ -230,7 +230,9 @@ int gemmd_engine_cpu_create(int threads, double inline_flops, gemmd_engine_done_
   }
   pthread_mutex_init(&e->mu, NULL);
   pthread_cond_init(&e->cv, NULL);
-  if (pthread_create(&e->worker, NULL, worker_main, e) != 0) {
+  if (pthread_create(&e->worker, NULL, worker_main, e) == 0) {
+    pthread_setname_np(e->worker, "gemmd-cpu");
+  } else {
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
     free(e->queue);

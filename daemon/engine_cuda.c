@@ -236,13 +236,14 @@ static void cuda_weight_unload(gemmd_engine_t *base, gemmd_weight_t *w) {
 
 /* ---- Shared-memory arenas ------------------------------------------------------------------ */
 
-/* An arena is registered in pieces at PIN_CHUNK-aligned addresses, after its pages are
- * populated. cudaHostRegister holds every other CUDA call of the process for as long as it
- * runs (144 ms for 256 MiB of fresh pages on the H200, 12.6 ms once they are populated,
- * ~0.4 ms for 2-8 MiB of populated pages), while populating them (MADV_POPULATE_WRITE)
- * holds up no CUDA call: so the batches of every other client keep running while an
- * arena is pinned (docs/bench/serving.md). A DMA may not cross two registrations, so result
- * copies into an arena are split at PIN_CHUNK boundaries (result_dma). */
+/* With --shm-pin-arenas on, an arena is registered in pieces at PIN_CHUNK-aligned
+ * addresses, after its pages are populated. cudaHostRegister holds every other CUDA call
+ * of the process for as long as it runs (144 ms for 256 MiB of fresh pages on the H200,
+ * 12.6 ms once they are populated, ~0.4 ms for 2-8 MiB of populated pages), while
+ * populating them (MADV_POPULATE_WRITE) holds up no CUDA call: so no other client's batch
+ * waits on one registration for long (docs/bench/serving.md). A DMA may not cross two
+ * registrations, so result copies into an arena are split at PIN_CHUNK boundaries
+ * (result_dma). */
 enum { PIN_CHUNK = 2u << 20, PIN_PAUSE_US = 200 };
 
 static uintptr_t chunk_end(uintptr_t a) { return (a / PIN_CHUNK + 1) * PIN_CHUNK; }
@@ -936,12 +937,16 @@ int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn
     free(e);
     return GEMMD_ENOTSUP;
   }
+  /* Named for top -H, perf and gdb. */
   pthread_create(&e->stager, NULL, stager_main, e);
+  pthread_setname_np(e->stager, "gemmd-stager");
   pthread_create(&e->completer, NULL, completer_main, e);
+  pthread_setname_np(e->completer, "gemmd-complete");
   for (int i = 0; i < N_FINISHERS; i++) {
     e->finisher_args[i].e = e;
     e->finisher_args[i].index = i;
     pthread_create(&e->finishers[i], NULL, finisher_main, &e->finisher_args[i]);
+    pthread_setname_np(e->finishers[i], "gemmd-finish");
   }
   *out = &e->base;
   return GEMMD_OK;

@@ -33,8 +33,7 @@ struct gemmd_request_s {
   /* Optional: answers the caller from the engine's thread the moment its batch completes
    * OK (status, compute_ns, batch_* and d set), ahead of the loop; respond still runs
    * later on the loop, for the bookkeeping, with answered_early set. Only for transports
-   * whose answer is safe off the loop (shared memory: a locked CQ publish; unary gRPC: a
-   * send batch, which gRPC takes from any thread). */
+   * whose answer is safe off the loop (shared memory: a locked CQ publish). */
   void (*answer_early)(gemmd_request_t *req);
   int answered_early;
   /* Optional, with answer_early: wakes the caller if it sleeps on its answer. The engine's
@@ -66,6 +65,14 @@ struct gemmd_request_s {
   /* Set by the loop. */
   gemmd_weight_t *weight; /* resolved; holds a reference until respond */
   int admitted;           /* counted in the in-flight and per-connection totals */
+  /* A large request runs as pieces of its rows (server.c, --split-flops): each piece is a
+   * request of the loop's own with parent set, rows [piece_row, piece_row + m) of the
+   * parent's A and D, no reference or accounting of its own. The parent counts the
+   * pieces still out and, without d_dest, gathers their D in d_owned. */
+  gemmd_request_t *parent;
+  uint32_t piece_row;
+  uint32_t pieces_left;
+  uint8_t *d_owned;
 
   /* Set by the batch plan: where this request's rows live in the batch's arenas. */
   uint32_t group;

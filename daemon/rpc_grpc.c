@@ -393,6 +393,7 @@ int gemmd_rpc_start(gemmd_server_t *srv, gemmd_rpc_t **out, int *port, char *err
     ta->rpc = rpc;
     ta->index = i;
     pthread_create(&rpc->threads[i], NULL, cq_thread, ta);
+    pthread_setname_np(rpc->threads[i], "gemmd-grpc-cq");
   }
   *out = rpc;
   return GEMMD_OK;

@@ -100,9 +100,14 @@ static void conn_add(gemmd_server_t *srv, uint64_t conn, int delta) {
 }
 
 static void weight_released(gemmd_server_t *srv, gemmd_weight_t *w);
+static void piece_done(gemmd_server_t *srv, gemmd_request_t *p);
 
 /* The one place a request is answered. */
 static void finish(gemmd_server_t *srv, gemmd_request_t *r, int dispatched) {
+  if (r->parent != NULL) {
+    piece_done(srv, r);
+    return;
+  }
   const uint64_t now = gemmd_now_ns();
   r->done_ns = now;
   const uint64_t queue_ns = dispatched ? r->dispatched_ns - r->accepted_ns : 0;
@@ -123,6 +128,116 @@ static void finish(gemmd_server_t *srv, gemmd_request_t *r, int dispatched) {
       weight_released(srv, w);
     }
   }
+}
+
+/* ---- Large requests in pieces ---------------------------------------------------------- */
+
+enum { MIN_PIECE_ROWS = 256 };
+
+/* FLOPs above which a request runs as pieces of its rows (--split-flops; 0: by backend,
+ * about 200 µs of the H200's GEMM, or ~0.2 s of the 2-CPU build machine's). */
+static double split_flops(const gemmd_server_t *srv) {
+  if (srv->cfg->split_flops > 0) return (double)srv->cfg->split_flops;
+  return strcmp(srv->engine->backend, "cuda") == 0 ? 256e9 : 8e9;
+}
+
+/* Rows per piece for r, or 0 when r runs whole. Pieces are whole multiples of 128 rows
+ * (the GPU kernels' tile height) and at least MIN_PIECE_ROWS, so that reading all of B
+ * once a piece (the CPU engine also dequantizes it) stays small against the piece's work. */
+static uint32_t piece_rows(const gemmd_server_t *srv, const gemmd_request_t *r) {
+  const double per_row = 2.0 * r->n * r->k, limit = split_flops(srv);
+  if (per_row * r->m <= limit) return 0;
+  uint64_t rows = (uint64_t)(limit / per_row);
+  rows -= rows % 128;
+  if (rows < MIN_PIECE_ROWS) rows = MIN_PIECE_ROWS;
+  return rows < r->m ? (uint32_t)rows : 0;
+}
+
+/* Queues r as pieces of `rows` rows; 0, or GEMMD_ENOMEM with nothing queued. */
+static int push_pieces(gemmd_server_t *srv, gemmd_request_t *r, uint32_t rows) {
+  const uint32_t n_pieces = (r->m + rows - 1) / rows;
+  const size_t out_row = (size_t)r->n * gemmd_dtype_size(r->out_dtype);
+  if (r->d_dest == NULL) {
+    r->d_owned = malloc((size_t)r->m * out_row + 1);
+    if (r->d_owned == NULL) return GEMMD_ENOMEM;
+  }
+  gemmd_request_t **pieces = calloc(n_pieces, sizeof *pieces);
+  for (uint32_t i = 0; pieces != NULL && i < n_pieces; i++) {
+    if ((pieces[i] = malloc(sizeof **pieces)) == NULL) {
+      for (uint32_t j = 0; j < i; j++) free(pieces[j]);
+      free(pieces);
+      pieces = NULL;
+    }
+  }
+  if (pieces == NULL) {
+    free(r->d_owned);
+    r->d_owned = NULL;
+    return GEMMD_ENOMEM;
+  }
+  const uint32_t kb = (r->k + 127) / 128;
+  r->pieces_left = n_pieces;
+  for (uint32_t i = 0; i < n_pieces; i++) {
+    gemmd_request_t *p = pieces[i];
+    const uint32_t row = i * rows;
+    *p = *r;
+    p->next = NULL;
+    p->parent = r;
+    p->piece_row = row;
+    p->m = r->m - row < rows ? r->m - row : rows;
+    p->a = r->a != NULL ? r->a + (size_t)row * r->k : NULL;
+    p->a_scales = r->a_scales != NULL ? r->a_scales + (size_t)row * kb : NULL;
+    p->a_raw = r->a_raw != NULL ? (const uint8_t *)r->a_raw + (size_t)row * r->k * gemmd_dtype_size(r->a_raw_dtype)
+                                : NULL;
+    p->a_owned = NULL;
+    p->a_scales_owned = NULL;
+    p->inline_b = NULL;
+    p->admitted = 0;
+    p->d_owned = NULL;
+    p->pieces_left = 0;
+    p->d_dest = r->d_dest != NULL ? r->d_dest + (size_t)row * out_row : NULL;
+    p->respond = NULL;
+    p->answer_early = NULL;
+    p->wake_early = NULL;
+    gemmd_batcher_push(&srv->batcher, p);
+  }
+  free(pieces);
+  return GEMMD_OK;
+}
+
+/* A piece is through the engine (or failed, or expired): its rows go to the parent, and
+ * the last piece answers the parent. */
+static void piece_done(gemmd_server_t *srv, gemmd_request_t *p) {
+  gemmd_request_t *r = p->parent;
+  if (p->status != CODE_OK) {
+    if (r->status == CODE_OK) {
+      r->status = p->status;
+      snprintf(r->message, sizeof r->message, "rows %u-%u: %.460s", p->piece_row, p->piece_row + p->m - 1,
+               p->message);
+    }
+  } else if (r->d_owned != NULL && p->d != NULL) {
+    memcpy(r->d_owned + (size_t)p->piece_row * r->n * gemmd_dtype_size(r->out_dtype), p->d, p->d_bytes);
+  }
+  if (p->dispatched_ns != 0 && (r->dispatched_ns == 0 || p->dispatched_ns < r->dispatched_ns)) {
+    r->dispatched_ns = p->dispatched_ns;
+  }
+  r->compute_ns += p->compute_ns;
+  if (p->batch_id != 0) {
+    r->batch_id = p->batch_id;
+    r->batch_requests = p->batch_requests;
+    r->batch_groups = p->batch_groups;
+  }
+  free(p);
+  if (--r->pieces_left > 0) return;
+  uint8_t *owned = r->d_owned;
+  r->d_owned = NULL;
+  if (r->status == CODE_OK) {
+    r->d = r->d_dest != NULL ? r->d_dest : owned;
+    r->d_bytes = (size_t)r->m * r->n * gemmd_dtype_size(r->out_dtype);
+  } else {
+    r->d = NULL;
+  }
+  finish(srv, r, r->dispatched_ns != 0);
+  free(owned);
 }
 
 static void fail(gemmd_server_t *srv, gemmd_request_t *r, int code, const char *fmt, ...)
@@ -223,7 +338,13 @@ void gemmd_server_submit(gemmd_server_t *srv, gemmd_request_t *r) {
   r->admitted = 1;
   srv->inflight++;
   conn_add(srv, r->conn_id, +1);
-  gemmd_batcher_push(&srv->batcher, r);
+  const uint32_t rows = piece_rows(srv, r);
+  if (rows == 0) {
+    gemmd_batcher_push(&srv->batcher, r);
+  } else if (push_pieces(srv, r, rows) != GEMMD_OK) {
+    fail(srv, r, CODE_RESOURCE_EXHAUSTED, "out of memory splitting a %u-row request", r->m);
+    return;
+  }
   if (srv->dispatch_held == 0) maybe_dispatch(srv);
 }
 
@@ -244,11 +365,11 @@ static void on_batch_delay(uv_timer_t *t) {
 /* While the engine has a free slot, turn the queue's head into a batch. With
  * --max-batch-delay-us, a partial batch waits until its oldest request is that old. */
 static void maybe_dispatch(gemmd_server_t *srv) {
-  while (srv->engine_busy < srv->engine->slots && srv->batcher.depth > 0) {
+  while (srv->engine_busy < srv->engine->slots && srv->batcher.queued > 0) {
     const uint64_t now = gemmd_now_ns();
     const uint64_t delay_ns = (uint64_t)srv->cfg->max_batch_delay_us * 1000u;
     if (delay_ns > 0 && !srv->draining &&
-        srv->batcher.depth < (uint32_t)srv->cfg->max_batch_requests) {
+        srv->batcher.requests.depth < (uint32_t)srv->cfg->max_batch_requests) {
       const uint64_t ready_at = gemmd_batcher_oldest_ns(&srv->batcher) + delay_ns;
       if (now < ready_at) {
         if (!srv->delay_armed) {
@@ -263,9 +384,9 @@ static void maybe_dispatch(gemmd_server_t *srv) {
     gemmd_batch_t *b = gemmd_batcher_form(&srv->batcher, now, &expired);
     expire_list(srv, expired);
     if (b == NULL) {
-      if (srv->batcher.depth > 0) {
+      if (srv->batcher.queued > 0) {
         gemmd_log(GEMMD_LOG_ERROR, "out of memory forming a batch", "queued=%u",
-                  srv->batcher.depth);
+                  srv->batcher.queued);
       }
       return;
     }
@@ -590,7 +711,7 @@ static void close_handle(uv_handle_t *h) {
 /* Drained: nothing queued, on the engine, or writing weight files. */
 static void maybe_stop(gemmd_server_t *srv) {
   if (!srv->draining || srv->stopped) return;
-  if (srv->batcher.depth > 0 || srv->engine_busy > 0 || srv->inflight > 0 || srv->weight_ops > 0)
+  if (srv->batcher.queued > 0 || srv->engine_busy > 0 || srv->inflight > 0 || srv->weight_ops > 0)
     return;
   srv->stopped = 1;
   gemmd_log(GEMMD_LOG_INFO, "drained", "uptime_s=%.1f",
@@ -797,7 +918,8 @@ int gemmd_server_run(const gemmd_config_t *cfg) {
   gemmd_batcher_init(&srv->batcher,
                      (gemmd_batcher_limits_t){(uint32_t)cfg->max_batch_requests,
                                               (uint64_t)cfg->max_batch_rows,
-                                              (uint32_t)cfg->max_batch_groups});
+                                              (uint32_t)cfg->max_batch_groups,
+                                              (uint32_t)cfg->small_batches_per_piece});
   gemmd_weights_init(&srv->weights, cfg->weight_memory_bytes);
   uv_loop_init(&srv->loop);
   uv_async_init(&srv->loop, &srv->wakeup, on_wakeup);

@@ -160,6 +160,10 @@ class StatusCodes(unittest.TestCase):
                             rows=12, cols=256, dtype=1, data=bytes(12 * 256)))]))
             self.still_serves(stub)
 
+    # The daemons of the tests that hold the engine with one long GEMM run it whole: split
+    # into pieces (--split-flops), small requests would be served between them.
+    WHOLE = ("--split-flops", "1000000000000000")
+
     def _occupy_engine(self, d, stub, seconds_hint=1.0):
         """Starts a long GEMM (about a second or more on the CPU backend); returns its future."""
         pb = self.pb
@@ -183,7 +187,7 @@ class StatusCodes(unittest.TestCase):
                      "loop's, engine-independent, and runs on the CPU backend)")
     def test_queue_full_and_per_connection_limit(self):
         pb = self.pb
-        with H.Gemmd("--queue-depth", "3", "--max-inflight-per-client", "4") as d:
+        with H.Gemmd("--queue-depth", "3", "--max-inflight-per-client", "4", *self.WHOLE) as d:
             stub = d.stub()
             fut = self._occupy_engine(d, stub)
             a = pb.Matrix(rows=1, cols=16, dtype=1, data=bytes(16))
@@ -221,7 +225,7 @@ class StatusCodes(unittest.TestCase):
                      "loop's, engine-independent, and runs on the CPU backend)")
     def test_deadline_exceeded_before_dispatch_spends_no_compute(self):
         pb = self.pb
-        with H.Gemmd() as d:
+        with H.Gemmd(*self.WHOLE) as d:
             stub = d.stub()
             fut = self._occupy_engine(d, stub)
             batches_before = self._metric(d, "gemmd_batches_total")
