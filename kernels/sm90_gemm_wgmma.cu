@@ -71,7 +71,7 @@
 //      not stored (beside 5, which skips the whole epilogue: the global stores' share;
 //      session 18).
 // (Probe 10, two accumulators per 256-row warpgroup, measured in session 15, is kept as
-// docs/bench/raw/2026-12-02-s15-probe10.patch; probe 11, each CTA's stores into its own
+// adab552:docs/bench/raw/2026-12-02-s15-probe10.patch; probe 11, each CTA's stores into its own
 // window of D, measured in session 18, as docs/bench/raw/2026-12-02-s18-epionce-probe11.patch.)
 #ifndef GEMMD_WGMMA_PROBE
 #define GEMMD_WGMMA_PROBE 0
@@ -110,7 +110,7 @@
 // 0.99-1.00x). Prefetching the group's table row into L1 too (prologue2) made them up to
 // 14% slower, and locating a one-group batch's units from m and k read at entry
 // (prologue3) up to 10% slower at K <= 2048 (session 21;
-// docs/bench/raw/2026-12-02-s21-r256w88-prologue2.patch, -prologue3.patch).
+// adab552:docs/bench/raw/2026-12-02-s21-r256w88-prologue2.patch, -prologue3.patch).
 #ifndef GEMMD_WGMMA_PROLOGUE
 #define GEMMD_WGMMA_PROLOGUE 1
 #endif

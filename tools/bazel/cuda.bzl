@@ -43,6 +43,9 @@ def cuda_library(name, srcs, hdrs = [], deps = [], copts = [], visibility = None
                 "$@",
             ]),
             message = "nvcc sm_90a %s" % src,
+            # "manual" libraries (probe builds) keep their nvcc step out of `//...` too.
+            tags = kwargs.get("tags", []),
+            testonly = kwargs.get("testonly", False),
         )
         objs.append(obj)
     native.cc_library(

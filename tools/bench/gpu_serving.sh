@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the GPU machine: the serving benchmark (tools/bench/serving.py) against the bundle's
-# gemmd (.gpu, from deploy/gpu_bundle.sh //tools/bench:serving_worker), with the torch
+# gemmd (.gpu, from tools/gpu/gpu_bundle.sh //tools/bench:serving_worker), with the torch
 # baselines in the same run. Output lands in $OUT.
 #   tools/bench/gpu_serving.sh [serving.py runs, ';'-separated argument lists]
 set -u -o pipefail

@@ -7,7 +7,7 @@
 #      time over gemm_bench's.
 # Build the bundle with the candidates first (packed, every candidate fits the device tool's
 # 64 MiB):
-#   deploy/gpu_bundle.sh //kernels:gemm_bench_<name> //kernels:gpu_gemm_<name>_test ...
+#   tools/gpu/gpu_bundle.sh //kernels:gemm_bench_<name> //kernels:gpu_gemm_<name>_test ...
 #   tools/bench/kernel_ab.sh gemm_bench_<name> [...]
 # GEMMD_AB_ONLY: gemm_bench --only (substrings, comma-separated); GEMMD_AB_ARGS: more
 # gemm_bench arguments (say "--kinds rows128,tma_store,rows256 --tile-n 16,32,64,128",

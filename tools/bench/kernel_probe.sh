@@ -7,7 +7,7 @@
 # speed-of-light and compute sections and the average stall reasons (what
 # docs/bench/kernels.md's probe tables were made with). GEMMD_VARIANTS picks the probes,
 # GEMMD_NO_NCU=1 skips ncu. Build the bundle with the probes first:
-#   deploy/gpu_bundle.sh $(printf '//kernels:gemm_bench_probe%d ' 1 2 3 4 5 6)
+#   tools/gpu/gpu_bundle.sh $(printf '//kernels:gemm_bench_probe%d ' 1 2 3 4 5 6)
 #   tools/bench/kernel_probe.sh [--only SUBSTRING]   (default: "dense 4096x7168x")
 set -u -o pipefail
 cd "$(dirname "$0")/../.."

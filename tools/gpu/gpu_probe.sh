@@ -2,7 +2,7 @@
 # On the GPU machine: what is there (GPU, CUDA libraries, CPU), whether the bundle's
 # binaries start, and the GPU tests. Output for docs/bench/.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 source .gpu/gpu_env.sh
 echo "== machine"; nproc; grep -m1 'model name' /proc/cpuinfo; uname -r
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv

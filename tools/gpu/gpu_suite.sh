@@ -4,9 +4,9 @@
 #   2. the integration suites against --backend cuda, with a Python gRPC client whose
 #      message classes are generated there (grpcio-tools carried as a wheel in .whl/);
 #   3. the engine's numbers (tools/bench/gpu_engine.sh).
-# Logs land in $OUT. Usage: deploy/gpu_suite.sh [suites...] (default: all three parts)
+# Logs land in $OUT. Usage: tools/gpu/gpu_suite.sh [suites...] (default: all three parts)
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 out="${OUT:-/tmp}"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl \
   >/dev/null 2>&1 && export PYTHONPATH=/tmp/site

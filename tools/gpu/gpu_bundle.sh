@@ -5,9 +5,9 @@
 # (cuBLASLt, 500+ MB, is taken from the GPU machine's own CUDA; see gpu_env.sh), packed
 # into .gpu/payload.tar.xz.
 #
-#   deploy/gpu_bundle.sh [extra bazel targets...]
+#   tools/gpu/gpu_bundle.sh [extra bazel targets...]
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 targets=(
   //kernels:gpu_quantize_test
   //daemon:gemmd
@@ -16,7 +16,7 @@ targets=(
 )
 # More GPU tests and tools join this list as they are written. Tests of candidate kernel
 # builds (tag "candidate") come only when named, with their gemm_bench_<name>:
-#   deploy/gpu_bundle.sh //kernels:gemm_bench_<name> //kernels:gpu_gemm_<name>_test
+#   tools/gpu/gpu_bundle.sh //kernels:gemm_bench_<name> //kernels:gpu_gemm_<name>_test
 for t in $(bazel query 'kind(cc_test, attr(tags, "gpu", tests(//...))) except attr(tags, "candidate", tests(//...))' 2>/dev/null); do
   case " ${targets[*]} " in *" $t "*) ;; *) targets+=("$t") ;; esac
 done
@@ -50,5 +50,5 @@ du -sh .gpu/bin .gpu/lib
 # gpu_env.sh unpacks it on the GPU machine.
 tar -C .gpu -cJf .gpu/payload.tar.xz bin lib
 rm -rf .gpu/bin .gpu/lib
-cp deploy/gpu_run.sh deploy/gpu_env.sh .gpu/
+cp tools/gpu/gpu_run.sh tools/gpu/gpu_env.sh .gpu/
 du -sh .gpu
