@@ -582,8 +582,9 @@ static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_
   }
   if (err) return err;
   *step = "result copies";
-  /* Shared-memory results go straight into the client's registered arena: one DMA each.
-   * An arena still being pinned gets its result from the pinned buffer (completer_main). */
+  /* Shared-memory results go straight into the client's registered arena: a DMA per 2 MiB
+   * piece. An arena that is not pinned gets its result from the pinned buffer, copied by a
+   * finishing thread (answer_batch). */
   for (uint32_t i = 0; i < b->n_requests && !err; i++) {
     const gemmd_request_t *r = b->requests[i];
     if (r->d_dest != NULL && r->d_dest_pinned) {

@@ -69,7 +69,6 @@ struct shm_client_s {
    * on the CUDA engine) runs on the uv pool after WELCOME, so that a connecting client
    * never holds up the loop; until it is done (arena_pinned), and always without it, the
    * engine copies results through its own pinned memory. */
-  int pinning;      /* the registration is on the pool (it holds a reference) */
   int arena_pinned; /* registered: the engine may DMA straight into the arena */
   int pin_rc;
   uint64_t pin_started_ns;
@@ -530,7 +529,6 @@ static void pin_work(uv_work_t *w) {
 
 static void pin_done(uv_work_t *w, int status) {
   shm_client_t *c = w->data;
-  c->pinning = 0;
   if (status == 0 && c->pin_rc == GEMMD_OK) {
     c->arena_pinned = 1;
     gemmd_log(GEMMD_LOG_INFO, "shm arena pinned", "client=%u arena_bytes=%zu ms=%.1f", c->id,
@@ -543,16 +541,15 @@ static void pin_done(uv_work_t *w, int status) {
 }
 
 /* Starts the arena's registration on the pool, when the engine wants it (or a test
- * stands in for its cost). */
+ * stands in for its cost). The work holds a reference on the client. */
 static void start_pinning(shm_client_t *c) {
-  const gemmd_server_t *srv = c->ss->srv;
+  gemmd_server_t *srv = c->ss->srv;
   const int engine_pins = srv->engine->ops->arena_register != NULL && strcmp(srv->cfg->shm_pin_arenas, "on") == 0;
   if (!engine_pins && srv->cfg->test_shm_pin_delay_us == 0) return;
-  c->pinning = 1;
   c->pin_started_ns = gemmd_now_ns();
   c->refs++;
   c->pin_work.data = c;
-  uv_queue_work((uv_loop_t *)&srv->loop, &c->pin_work, pin_work, pin_done);
+  uv_queue_work(&srv->loop, &c->pin_work, pin_work, pin_done);
 }
 
 static void unpin_work(uv_work_t *w) {

@@ -120,6 +120,24 @@ class LargeBesideSmall(unittest.TestCase):
         out = H.decode(pb.DTYPE_BF16, resp.d.data, LM, LN)
         self.assertLess(H.output_error(out, ref, pb.DTYPE_BF16), 1e-2, "gRPC, split into pieces")
 
+    def test_drain_finishes_a_split_request(self):
+        """SIGTERM while a split request's pieces run: every piece runs, the request is
+        answered whole and right, and gemmd exits 0."""
+        pb, _, _, _ = H.stubs()
+        with H.Gemmd("--cpu-threads", "1", "--split-flops", SPLIT_FLOPS) as d:
+            stub = d.stub()
+            stub.RegisterWeight(iter([pb.RegisterWeightRequest(
+                name="w", weight=pb.Matrix(rows=LN, cols=LK, dtype=pb.DTYPE_FP8_E4M3, data=self.b))]))
+            fut = stub.Gemm.future(pb.GemmRequest(
+                weight_name="w", a=pb.Matrix(rows=LM, cols=LK, dtype=pb.DTYPE_FP8_E4M3, data=self.a_bytes())))
+            d.wait_inflight(1, [fut])
+            d.signal()
+            resp = fut.result(timeout=120)
+            self.assertEqual(d.wait(timeout=60), 0)
+        ref = H.decode(H.DT_E4M3, self.a_bytes(), LM, LK) @ H.decode(H.DT_E4M3, self.b, LN, LK).T
+        out = H.decode(pb.DTYPE_BF16, resp.d.data, LM, LN)
+        self.assertLess(H.output_error(out, ref, pb.DTYPE_BF16), 1e-2)
+
     def a_bytes(self):
         if not hasattr(self, "_a"):
             self._a = e4m3(np.random.default_rng(11), LM * LK)
