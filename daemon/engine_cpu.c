@@ -12,6 +12,7 @@
 #include "daemon/engine.h"
 #include "daemon/clock.h"
 #include "daemon/log.h"
+#include "daemon/status.h"
 #include "kernels/cpu_gemm.h"
 #include "kernels/errors.h"
 
@@ -47,7 +48,7 @@ static void run_batch(cpu_engine_t *e, gemmd_batch_t *b) {
   }
   b->engine_data = ar;
   if (ar == NULL || ar->a == NULL || ar->sa == NULL || ar->d == NULL) {
-    b->status = 8; /* RESOURCE_EXHAUSTED */
+    b->status = GEMMD_CODE_RESOURCE_EXHAUSTED;
     snprintf(b->message, sizeof b->message, "out of host memory for a batch of %llu bytes",
              (unsigned long long)(b->a_bytes + b->d_bytes));
     b->compute_ns = gemmd_now_ns() - t0;
@@ -58,8 +59,8 @@ static void run_batch(cpu_engine_t *e, gemmd_batch_t *b) {
   pthread_mutex_unlock(&e->mu);
 
   gemmd_batch_stage_a(b, ar->a, ar->sa);
-  b->status = 0;
-  for (uint32_t g = 0; g < b->n_groups && b->status == 0; g++) {
+  b->status = GEMMD_CODE_OK;
+  for (uint32_t g = 0; g < b->n_groups && b->status == GEMMD_CODE_OK; g++) {
     const gemmd_group_params_t *p = &b->table[g];
     const gemmd_weight_t *w = b->group_weight[g];
     const gemmd_operand_t a = {p->m,
@@ -78,7 +79,7 @@ static void run_batch(cpu_engine_t *e, gemmd_batch_t *b) {
                p->m, p->n, p->k, gemmd_strerror(rc));
     }
   }
-  if (b->status == 0) {
+  if (b->status == GEMMD_CODE_OK) {
     for (uint32_t i = 0; i < b->n_requests; i++) {
       gemmd_request_t *r = b->requests[i];
       r->d = ar->d + r->d_offset;

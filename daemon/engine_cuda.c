@@ -34,11 +34,12 @@
 #include "daemon/engine.h"
 #include "daemon/engine_cuda_fault.h"
 #include "daemon/log.h"
+#include "daemon/status.h"
 #include "kernels/cublaslt_gemm.h"
 #include "kernels/errors.h"
 #include "kernels/gpu_gemm.h"
 
-enum { MAX_SLOTS = 8, N_FINISHERS = 4, ROW_ALIGN = 16, UNAVAILABLE = 14, LT_CACHE = 64 };
+enum { MAX_SLOTS = 8, N_FINISHERS = 4, ROW_ALIGN = 16, LT_CACHE = 64 };
 
 /* What a batch's kernels are, as a mask: the GEMM launches it needs (GEMMD_GPU_PART_*,
  * gpu_gemm.h: the WGMMA kernel of its tile kind, the FP32-output kernel) and whether it
@@ -620,7 +621,7 @@ static cudaError_t ensure_capacity(slot_t *s, uint64_t bytes) {
 }
 
 static void fail_batch(cuda_engine_t *e, gemmd_batch_t *b) {
-  b->status = UNAVAILABLE;
+  b->status = GEMMD_CODE_UNAVAILABLE;
   b->device_failed = 1;
   snprintf(b->message, sizeof b->message, "the GPU failed (%.180s); gemmd is restarting", e->failure);
 }
@@ -667,13 +668,13 @@ static void *stager_main(void *arg) {
       err = ensure_capacity(s, L.total);
       if (err == cudaErrorMemoryAllocation) {
         cudaGetLastError();
-        b->status = 8; /* RESOURCE_EXHAUSTED, not a device failure */
+        b->status = GEMMD_CODE_RESOURCE_EXHAUSTED; /* not a device failure */
         snprintf(b->message, sizeof b->message, "no device memory for a %" PRIu64 "-byte batch", L.total);
         err = cudaErrorUnknown;
       } else if (!err) {
         const int prep = stage(e, s, b, &L);
         if (prep != GEMMD_OK) { /* the kernel refused the table: this batch fails, not the GPU */
-          b->status = 13; /* INTERNAL */
+          b->status = GEMMD_CODE_INTERNAL;
           snprintf(b->message, sizeof b->message, "the GEMM kernel could not take this batch: %s",
                    gemmd_strerror(prep));
           err = cudaErrorUnknown;
@@ -691,7 +692,7 @@ static void *stager_main(void *arg) {
         cuda_failed(e, err, "batch buffers");
       }
     }
-    if (err && b->status == 0) fail_batch(e, b);
+    if (err && b->status == GEMMD_CODE_OK) fail_batch(e, b);
     pthread_mutex_lock(&e->mu);
     if (err) { /* nothing reached the device: the slot is free again now */
       s->busy = 0;
@@ -708,7 +709,7 @@ static void *stager_main(void *arg) {
  * pinned are copied there from the slot's pinned buffer, then engine.h's done (the
  * completions and their wake-ups, the post to the loop). */
 static void answer_batch(cuda_engine_t *e, gemmd_batch_t *b) {
-  if (b->status == 0) {
+  if (b->status == GEMMD_CODE_OK) {
     for (uint32_t i = 0; i < b->n_requests; i++) {
       gemmd_request_t *r = b->requests[i];
       if (r->d_dest != NULL && r->d != r->d_dest) {
@@ -778,7 +779,7 @@ static void *completer_main(void *arg) {
         cuda_failed(e, err, "batch");
         fail_batch(e, b);
       } else {
-        b->status = 0;
+        b->status = GEMMD_CODE_OK;
         b->compute_ns = (uint64_t)((double)ms * 1e6);
         b->gemm_ns = (uint64_t)((double)gemm_ms * 1e6);
         for (uint32_t i = 0; i < b->n_requests; i++) {

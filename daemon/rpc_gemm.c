@@ -7,10 +7,10 @@
 
 #include "daemon/log.h"
 #include "daemon/rpc_internal.h"
+#include "daemon/status.h"
 #include "daemon/validate.h"
 #include "kernels/errors.h"
 
-enum { OK = 0, INVALID_ARGUMENT = 3, RESOURCE_EXHAUSTED = 8, INTERNAL = 13 };
 
 /* ---- Decoding ----------------------------------------------------------------------- */
 
@@ -32,10 +32,11 @@ static int decode_request(const gemmd_rpc_t *rpc, const Gemmd__V1__GemmRequest *
   r->request_id = m->request_id;
   if (m->a == NULL) {
     snprintf(msg, n, "a is missing: every GemmRequest needs the A matrix");
-    return INVALID_ARGUMENT;
+    return GEMMD_CODE_INVALID_ARGUMENT;
   }
-  int code = gemmd_validate_matrix("a", GEMMD_OPERAND_A, m->a->rows, m->a->cols, m->a->dtype,
-                                   m->a->scale_layout, m->a->data.len, m->a->n_scales, lim, msg, n);
+  const gemmd_matrix_in_t a_in = {"a", GEMMD_OPERAND_A, m->a->rows, m->a->cols, m->a->dtype,
+                                  m->a->scale_layout, m->a->data.len, m->a->n_scales};
+  int code = gemmd_validate_matrix(&a_in, lim, msg, n);
   if (code) return code;
   code = gemmd_validate_out_dtype(m->out_dtype, &r->out_dtype, msg, n);
   if (code) return code;
@@ -43,7 +44,7 @@ static int decode_request(const gemmd_rpc_t *rpc, const Gemmd__V1__GemmRequest *
     case GEMMD__V1__GEMM_REQUEST__RHS_WEIGHT_ID:
       if (m->weight_id == 0) {
         snprintf(msg, n, "weight_id 0 names no weight; ids start at 1");
-        return INVALID_ARGUMENT;
+        return GEMMD_CODE_INVALID_ARGUMENT;
       }
       r->weight_id = m->weight_id;
       break;
@@ -51,13 +52,14 @@ static int decode_request(const gemmd_rpc_t *rpc, const Gemmd__V1__GemmRequest *
       if (m->weight_name == NULL || m->weight_name[0] == '\0' ||
           strlen(m->weight_name) >= sizeof r->weight_name) {
         snprintf(msg, n, "weight_name must be 1 to %zu characters", sizeof r->weight_name - 1);
-        return INVALID_ARGUMENT;
+        return GEMMD_CODE_INVALID_ARGUMENT;
       }
       snprintf(r->weight_name, sizeof r->weight_name, "%s", m->weight_name);
       break;
     case GEMMD__V1__GEMM_REQUEST__RHS_B: {
-      code = gemmd_validate_matrix("b", GEMMD_OPERAND_B, m->b->rows, m->b->cols, m->b->dtype,
-                                   m->b->scale_layout, m->b->data.len, m->b->n_scales, lim, msg, n);
+      const gemmd_matrix_in_t b_in = {"b", GEMMD_OPERAND_B, m->b->rows, m->b->cols, m->b->dtype,
+                                      m->b->scale_layout, m->b->data.len, m->b->n_scales};
+      code = gemmd_validate_matrix(&b_in, lim, msg, n);
       if (code) return code;
       code = gemmd_validate_shapes(m->a->cols, m->b->cols, "b", msg, n);
       if (code) return code;
@@ -65,21 +67,21 @@ static int decode_request(const gemmd_rpc_t *rpc, const Gemmd__V1__GemmRequest *
       const int rc = gemmd_weight_from_operand(&b, NULL, NULL, &r->inline_b);
       if (rc != GEMMD_OK) {
         snprintf(msg, n, "cannot prepare b: %s", gemmd_strerror(rc));
-        return rc == GEMMD_ENOMEM ? RESOURCE_EXHAUSTED : INTERNAL;
+        return rc == GEMMD_ENOMEM ? GEMMD_CODE_RESOURCE_EXHAUSTED : GEMMD_CODE_INTERNAL;
       }
       break;
     }
     default:
       snprintf(msg, n, "no B: set one of weight_id, weight_name or b");
-      return INVALID_ARGUMENT;
+      return GEMMD_CODE_INVALID_ARGUMENT;
   }
   const gemmd_operand_t a = operand_of(m->a);
   const int rc = gemmd_request_prepare_a(r, &a, rpc->srv->engine->quantizes_a);
   if (rc != GEMMD_OK) {
     snprintf(msg, n, "cannot prepare a: %s", gemmd_strerror(rc));
-    return RESOURCE_EXHAUSTED;
+    return GEMMD_CODE_RESOURCE_EXHAUSTED;
   }
-  return OK;
+  return GEMMD_CODE_OK;
 }
 
 /* The packed GemmResponse for an answered request (malloc'd), or NULL. error_code and
@@ -89,7 +91,7 @@ static uint8_t *pack_response(const gemmd_request_t *r, int with_error, size_t *
   Gemmd__V1__Matrix d = GEMMD__V1__MATRIX__INIT;
   Gemmd__V1__RequestStats st = GEMMD__V1__REQUEST_STATS__INIT;
   resp.request_id = r->request_id;
-  if (r->status == OK) {
+  if (r->status == GEMMD_CODE_OK) {
     d.rows = r->m;
     d.cols = r->n;
     d.dtype = (Gemmd__V1__DType)r->out_dtype;
@@ -106,7 +108,7 @@ static uint8_t *pack_response(const gemmd_request_t *r, int with_error, size_t *
   }
   st.total_ns = r->done_ns - r->accepted_ns;
   resp.stats = &st;
-  if (with_error && r->status != OK) {
+  if (with_error && r->status != GEMMD_CODE_OK) {
     resp.error_code = r->status;
     resp.error_message = (char *)r->message;
   }
@@ -135,13 +137,13 @@ static void gemm_cleanup(rpc_call_t *c) {
 /* Loop thread: the answer. */
 static void gemm_respond(gemmd_request_t *r) {
   gemm_call_t *g = r->respond_ctx;
-  if (r->status == OK) {
+  if (r->status == GEMMD_CODE_OK) {
     size_t len;
     uint8_t *buf = pack_response(r, 0, &len);
     if (buf == NULL) {
-      rpc_finish(&g->base, NULL, 0, RESOURCE_EXHAUSTED, "out of memory packing the response");
+      rpc_finish(&g->base, NULL, 0, GEMMD_CODE_RESOURCE_EXHAUSTED, "out of memory packing the response");
     } else {
-      rpc_finish(&g->base, buf, len, OK, "");
+      rpc_finish(&g->base, buf, len, GEMMD_CODE_OK, "");
     }
   } else {
     rpc_finish(&g->base, NULL, 0, r->status, r->message);
@@ -167,18 +169,18 @@ void rpc_gemm_arrived(rpc_call_t *c) {
   uint8_t *bytes;
   size_t len;
   if (rpc_read_buffer(c->payload, &bytes, &len) != GEMMD_OK) {
-    gemm_refuse(c, INVALID_ARGUMENT, "the request carried no message");
+    gemm_refuse(c, GEMMD_CODE_INVALID_ARGUMENT, "the request carried no message");
     return;
   }
   g->msg = gemmd__v1__gemm_request__unpack(NULL, len, bytes);
   free(bytes);
   if (g->msg == NULL) {
-    gemm_refuse(c, INVALID_ARGUMENT, "the request is not a valid gemmd.v1.GemmRequest message");
+    gemm_refuse(c, GEMMD_CODE_INVALID_ARGUMENT, "the request is not a valid gemmd.v1.GemmRequest message");
     return;
   }
   char msg[512];
   const int code = decode_request(c->rpc, g->msg, &g->req, msg, sizeof msg);
-  if (code != OK) {
+  if (code != GEMMD_CODE_OK) {
     gemm_refuse(c, code, msg);
     return;
   }
@@ -360,18 +362,18 @@ static void on_stream_recv(rpc_tag_t *tag, int ok) {
       read_rc == GEMMD_OK ? gemmd__v1__gemm_request__unpack(NULL, len, bytes) : NULL;
   if (read_rc == GEMMD_OK) free(bytes);
   if (msg == NULL) {
-    stream_reject(s, 0, INVALID_ARGUMENT, "the message is not a valid gemmd.v1.GemmRequest");
+    stream_reject(s, 0, GEMMD_CODE_INVALID_ARGUMENT, "the message is not a valid gemmd.v1.GemmRequest");
   } else {
     stream_req_t *sr = calloc(1, sizeof *sr);
     char err[512];
-    int code = sr ? OK : RESOURCE_EXHAUSTED;
+    int code = sr ? GEMMD_CODE_OK : GEMMD_CODE_RESOURCE_EXHAUSTED;
     if (sr == NULL) {
       snprintf(err, sizeof err, "out of memory");
     } else {
       gemmd_request_init(&sr->req);
       code = decode_request(c->rpc, msg, &sr->req, err, sizeof err);
     }
-    if (code != OK) {
+    if (code != GEMMD_CODE_OK) {
       stream_reject(s, msg->request_id, code, err);
       if (sr) gemmd_request_release(&sr->req);
       free(sr);

@@ -9,9 +9,9 @@
 
 #include "daemon/rpc_internal.h"
 #include "daemon/stats.h"
+#include "daemon/status.h"
 #include "kernels/errors.h"
 
-enum { OK = 0, INVALID_ARGUMENT = 3, NOT_FOUND = 5, RESOURCE_EXHAUSTED = 8 };
 
 typedef Grpc__Health__V1__HealthCheckResponse__ServingStatus serving_status_t;
 #define ST_SERVING GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING
@@ -51,7 +51,7 @@ static void stats_on_loop(gemmd_server_t *srv, void *arg) {
   rpc_call_t *c = arg;
   size_t len;
   uint8_t *buf = gemmd_stats_pack(srv, &len);
-  rpc_finish(c, buf, len, buf ? OK : RESOURCE_EXHAUSTED, buf ? "" : "out of memory");
+  rpc_finish(c, buf, len, buf ? GEMMD_CODE_OK : GEMMD_CODE_RESOURCE_EXHAUSTED, buf ? "" : "out of memory");
   rpc_call_unref(c);
 }
 
@@ -59,13 +59,13 @@ void rpc_stats_arrived(rpc_call_t *c) {
   uint8_t *bytes;
   size_t len;
   if (rpc_read_buffer(c->payload, &bytes, &len) != GEMMD_OK) {
-    rpc_finish(c, NULL, 0, INVALID_ARGUMENT, "the request carried no message");
+    rpc_finish(c, NULL, 0, GEMMD_CODE_INVALID_ARGUMENT, "the request carried no message");
     return;
   }
   Gemmd__V1__GetStatsRequest *m = gemmd__v1__get_stats_request__unpack(NULL, len, bytes);
   free(bytes);
   if (m == NULL) {
-    rpc_finish(c, NULL, 0, INVALID_ARGUMENT,
+    rpc_finish(c, NULL, 0, GEMMD_CODE_INVALID_ARGUMENT,
                "the request is not a valid gemmd.v1.GetStatsRequest message");
     return;
   }
@@ -80,14 +80,14 @@ static void check_on_loop(gemmd_server_t *srv, void *arg) {
   rpc_call_t *c = arg;
   size_t len;
   uint8_t *buf = pack_status(gemmd_server_serving(srv) ? ST_SERVING : ST_NOT_SERVING, &len);
-  rpc_finish(c, buf, len, buf ? OK : RESOURCE_EXHAUSTED, buf ? "" : "out of memory");
+  rpc_finish(c, buf, len, buf ? GEMMD_CODE_OK : GEMMD_CODE_RESOURCE_EXHAUSTED, buf ? "" : "out of memory");
   rpc_call_unref(c);
 }
 
 void rpc_health_check_arrived(rpc_call_t *c) {
   char *service = decode_service(c->payload);
   if (service == NULL) {
-    rpc_finish(c, NULL, 0, INVALID_ARGUMENT,
+    rpc_finish(c, NULL, 0, GEMMD_CODE_INVALID_ARGUMENT,
                "the request is not a valid grpc.health.v1.HealthCheckRequest message");
     return;
   }
@@ -96,7 +96,7 @@ void rpc_health_check_arrived(rpc_call_t *c) {
     snprintf(msg, sizeof msg, "unknown service '%.300s'; known: \"\" and gemmd.v1.GemmService",
              service);
     free(service);
-    rpc_finish(c, NULL, 0, NOT_FOUND, msg);
+    rpc_finish(c, NULL, 0, GEMMD_CODE_NOT_FOUND, msg);
     return;
   }
   free(service);
@@ -223,7 +223,7 @@ static void on_watch_recv(rpc_tag_t *tag, int ok) {
     w->ended = 1;
     pthread_mutex_unlock(&w->mu);
     if (ok) {
-      rpc_finish(&w->base, NULL, 0, INVALID_ARGUMENT,
+      rpc_finish(&w->base, NULL, 0, GEMMD_CODE_INVALID_ARGUMENT,
                  "the request is not a valid grpc.health.v1.HealthCheckRequest message");
     }
     rpc_call_unref(&w->base);

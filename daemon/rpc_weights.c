@@ -11,10 +11,10 @@
 #include <string.h>
 
 #include "daemon/rpc_internal.h"
+#include "daemon/status.h"
 #include "daemon/validate.h"
 #include "kernels/errors.h"
 
-enum { OK = 0, INVALID_ARGUMENT = 3, RESOURCE_EXHAUSTED = 8 };
 
 static uint8_t *pack_info(const gemmd_weight_t *w, size_t *len) {
   Gemmd__V1__WeightInfo info = GEMMD__V1__WEIGHT_INFO__INIT;
@@ -67,10 +67,10 @@ static void reg_fail(reg_call_t *r, int code, const char *msg) {
 static void reg_done(void *ctx, int code, const char *message, const gemmd_weight_t *w) {
   reg_call_t *r = ctx;
   r->finished = 1;
-  if (code == OK) {
+  if (code == GEMMD_CODE_OK) {
     size_t len;
     uint8_t *buf = pack_info(w, &len);
-    rpc_finish(&r->base, buf, len, buf ? OK : RESOURCE_EXHAUSTED, buf ? "" : "out of memory");
+    rpc_finish(&r->base, buf, len, buf ? GEMMD_CODE_OK : GEMMD_CODE_RESOURCE_EXHAUSTED, buf ? "" : "out of memory");
   } else {
     rpc_finish(&r->base, NULL, 0, code, message);
   }
@@ -92,14 +92,14 @@ static void reg_submit(gemmd_server_t *srv, void *arg) {
 static void reg_complete(reg_call_t *r) {
   char msg[512];
   if (!r->started) {
-    reg_fail(r, INVALID_ARGUMENT, "the stream ended before any RegisterWeightRequest");
+    reg_fail(r, GEMMD_CODE_INVALID_ARGUMENT, "the stream ended before any RegisterWeightRequest");
     return;
   }
   if (r->data_len != r->data_want || r->n_scales != r->scales_want) {
     snprintf(msg, sizeof msg,
              "the stream ended after %zu of %zu weight.data bytes and %zu of %zu weight.scales",
              r->data_len, r->data_want, r->n_scales, r->scales_want);
-    reg_fail(r, INVALID_ARGUMENT, msg);
+    reg_fail(r, GEMMD_CODE_INVALID_ARGUMENT, msg);
     return;
   }
   const gemmd_operand_t op = {r->rows,  r->cols, r->cols, r->dtype, r->data,
@@ -110,7 +110,7 @@ static void reg_complete(reg_call_t *r) {
   const int rc = gemmd_weight_from_operand(&op, NULL, NULL, &w);
   if (rc != GEMMD_OK) {
     snprintf(msg, sizeof msg, "cannot prepare the weight: %s", gemmd_strerror(rc));
-    reg_fail(r, RESOURCE_EXHAUSTED, msg);
+    reg_fail(r, GEMMD_CODE_RESOURCE_EXHAUSTED, msg);
     return;
   }
   if (fp8) {
@@ -124,7 +124,7 @@ static void reg_complete(reg_call_t *r) {
   if (w->name == NULL || p == NULL) {
     free(p);
     gemmd_weight_free(w);
-    reg_fail(r, RESOURCE_EXHAUSTED, "out of memory");
+    reg_fail(r, GEMMD_CODE_RESOURCE_EXHAUSTED, "out of memory");
     return;
   }
   p->r = r;
@@ -139,11 +139,11 @@ static int reg_start(reg_call_t *r, const Gemmd__V1__RegisterWeightRequest *m, c
   const gemmd_rpc_t *rpc = r->base.rpc;
   if (m->name == NULL || m->name[0] == '\0' || strlen(m->name) >= sizeof r->name) {
     snprintf(msg, n, "name must be 1 to %zu characters in the first message", sizeof r->name - 1);
-    return INVALID_ARGUMENT;
+    return GEMMD_CODE_INVALID_ARGUMENT;
   }
   if (m->weight == NULL) {
     snprintf(msg, n, "weight is missing: the first message carries the Matrix header");
-    return INVALID_ARGUMENT;
+    return GEMMD_CODE_INVALID_ARGUMENT;
   }
   const Gemmd__V1__Matrix *h = m->weight;
   /* Check the header as if complete, so sizes and layouts are refused before the data. */
@@ -152,14 +152,15 @@ static int reg_start(reg_call_t *r, const Gemmd__V1__RegisterWeightRequest *m, c
   const size_t want_s = gemmd_scale_layout_is_valid(h->scale_layout)
                             ? gemmd_scale_count((gemmd_scale_layout_t)h->scale_layout, h->rows, h->cols)
                             : 0;
-  int code = gemmd_validate_matrix("weight", GEMMD_OPERAND_B, h->rows, h->cols, h->dtype,
-                                   h->scale_layout, want, want_s, &rpc->srv->limits, msg, n);
+  const gemmd_matrix_in_t in = {"weight", GEMMD_OPERAND_B, h->rows, h->cols, h->dtype,
+                                h->scale_layout, want, want_s};
+  int code = gemmd_validate_matrix(&in, &rpc->srv->limits, msg, n);
   if (code) return code;
   const uint64_t stored = (uint64_t)h->rows * h->cols + 4 * want_s;
   if (stored > rpc->srv->cfg->weight_memory_bytes) {
     snprintf(msg, n, "weight '%s' needs %" PRIu64 " bytes, over the whole budget of %" PRIu64
              " (--weight-memory-bytes)", m->name, stored, rpc->srv->cfg->weight_memory_bytes);
-    return RESOURCE_EXHAUSTED;
+    return GEMMD_CODE_RESOURCE_EXHAUSTED;
   }
   snprintf(r->name, sizeof r->name, "%s", m->name);
   r->rows = h->rows;
@@ -172,32 +173,32 @@ static int reg_start(reg_call_t *r, const Gemmd__V1__RegisterWeightRequest *m, c
   r->scales = malloc(sizeof(float) * (want_s + 1));
   if (r->data == NULL || r->scales == NULL) {
     snprintf(msg, n, "out of memory for a %zu-byte weight", want);
-    return RESOURCE_EXHAUSTED;
+    return GEMMD_CODE_RESOURCE_EXHAUSTED;
   }
   r->started = 1;
-  return OK;
+  return GEMMD_CODE_OK;
 }
 
 /* Appends one message's data and scales. Returns a gRPC code. */
 static int reg_append(reg_call_t *r, const Gemmd__V1__RegisterWeightRequest *m, char *msg,
                       size_t n) {
-  if (m->weight == NULL) return OK;
+  if (m->weight == NULL) return GEMMD_CODE_OK;
   const Gemmd__V1__Matrix *h = m->weight;
   if (h->data.len > r->data_want - r->data_len) {
     snprintf(msg, n, "weight.data runs past %zu bytes, the size of a %u x %u %s weight",
              r->data_want, r->rows, r->cols, gemmd_dtype_name(r->dtype));
-    return INVALID_ARGUMENT;
+    return GEMMD_CODE_INVALID_ARGUMENT;
   }
   if (h->n_scales > r->scales_want - r->n_scales) {
     snprintf(msg, n, "weight.scales runs past the %zu values %s needs", r->scales_want,
              gemmd_scale_layout_name(r->layout));
-    return INVALID_ARGUMENT;
+    return GEMMD_CODE_INVALID_ARGUMENT;
   }
   if (h->data.len) memcpy(r->data + r->data_len, h->data.data, h->data.len);
   r->data_len += h->data.len;
   if (h->n_scales) memcpy(r->scales + r->n_scales, h->scales, sizeof(float) * h->n_scales);
   r->n_scales += h->n_scales;
-  return OK;
+  return GEMMD_CODE_OK;
 }
 
 static void reg_recv(reg_call_t *r);
@@ -222,16 +223,16 @@ static void on_reg_recv(rpc_tag_t *tag, int ok) {
       read_rc == GEMMD_OK ? gemmd__v1__register_weight_request__unpack(NULL, len, bytes) : NULL;
   if (read_rc == GEMMD_OK) free(bytes);
   char msg[512];
-  int code = OK;
+  int code = GEMMD_CODE_OK;
   if (m == NULL) {
     snprintf(msg, sizeof msg, "a message is not a valid gemmd.v1.RegisterWeightRequest");
-    code = INVALID_ARGUMENT;
+    code = GEMMD_CODE_INVALID_ARGUMENT;
   } else {
     if (!r->started) code = reg_start(r, m, msg, sizeof msg);
-    if (code == OK) code = reg_append(r, m, msg, sizeof msg);
+    if (code == GEMMD_CODE_OK) code = reg_append(r, m, msg, sizeof msg);
     gemmd__v1__register_weight_request__free_unpacked(m, NULL);
   }
-  if (code != OK) {
+  if (code != GEMMD_CODE_OK) {
     reg_fail(r, code, msg);
   } else {
     reg_recv(r);
@@ -269,12 +270,12 @@ typedef struct {
 static void unreg_done(void *ctx, int code, const char *message, const gemmd_weight_t *w) {
   (void)w;
   rpc_call_t *c = ctx;
-  if (code == OK) {
+  if (code == GEMMD_CODE_OK) {
     Gemmd__V1__UnregisterWeightResponse resp = GEMMD__V1__UNREGISTER_WEIGHT_RESPONSE__INIT;
     const size_t len = gemmd__v1__unregister_weight_response__get_packed_size(&resp);
     uint8_t *buf = malloc(len + 1);
     if (buf) gemmd__v1__unregister_weight_response__pack(&resp, buf);
-    rpc_finish(c, buf, len, OK, "");
+    rpc_finish(c, buf, len, GEMMD_CODE_OK, "");
   } else {
     rpc_finish(c, NULL, 0, code, message);
   }
@@ -291,14 +292,14 @@ void rpc_unregister_arrived(rpc_call_t *c) {
   uint8_t *bytes;
   size_t len;
   if (rpc_read_buffer(c->payload, &bytes, &len) != GEMMD_OK) {
-    rpc_finish(c, NULL, 0, INVALID_ARGUMENT, "the request carried no message");
+    rpc_finish(c, NULL, 0, GEMMD_CODE_INVALID_ARGUMENT, "the request carried no message");
     return;
   }
   Gemmd__V1__UnregisterWeightRequest *m =
       gemmd__v1__unregister_weight_request__unpack(NULL, len, bytes);
   free(bytes);
   if (m == NULL) {
-    rpc_finish(c, NULL, 0, INVALID_ARGUMENT,
+    rpc_finish(c, NULL, 0, GEMMD_CODE_INVALID_ARGUMENT,
                "the request is not a valid gemmd.v1.UnregisterWeightRequest message");
     return;
   }
@@ -318,7 +319,7 @@ void rpc_unregister_arrived(rpc_call_t *c) {
   gemmd__v1__unregister_weight_request__free_unpacked(m, NULL);
   if (err != NULL) {
     free(p);
-    rpc_finish(c, NULL, 0, p ? INVALID_ARGUMENT : RESOURCE_EXHAUSTED, err);
+    rpc_finish(c, NULL, 0, p ? GEMMD_CODE_INVALID_ARGUMENT : GEMMD_CODE_RESOURCE_EXHAUSTED, err);
     return;
   }
   p->c = c;
@@ -360,7 +361,7 @@ static void list_on_loop(gemmd_server_t *srv, void *arg) {
   const size_t n = srv->weights.active;
   list_ctx_t l = {calloc(n + 1, sizeof *l.infos), calloc(n + 1, sizeof *l.ptrs), 0};
   if (l.infos == NULL || l.ptrs == NULL) {
-    rpc_finish(c, NULL, 0, RESOURCE_EXHAUSTED, "out of memory");
+    rpc_finish(c, NULL, 0, GEMMD_CODE_RESOURCE_EXHAUSTED, "out of memory");
   } else {
     gemmd_weights_each(&srv->weights, list_one, &l);
     qsort(l.ptrs, l.n, sizeof *l.ptrs, by_weight_id);
@@ -370,7 +371,7 @@ static void list_on_loop(gemmd_server_t *srv, void *arg) {
     const size_t len = gemmd__v1__list_weights_response__get_packed_size(&resp);
     uint8_t *buf = malloc(len + 1);
     if (buf) gemmd__v1__list_weights_response__pack(&resp, buf);
-    rpc_finish(c, buf, len, buf ? OK : RESOURCE_EXHAUSTED, buf ? "" : "out of memory");
+    rpc_finish(c, buf, len, buf ? GEMMD_CODE_OK : GEMMD_CODE_RESOURCE_EXHAUSTED, buf ? "" : "out of memory");
   }
   free(l.infos);
   free(l.ptrs);
@@ -381,13 +382,13 @@ void rpc_list_arrived(rpc_call_t *c) {
   uint8_t *bytes;
   size_t len;
   if (rpc_read_buffer(c->payload, &bytes, &len) != GEMMD_OK) {
-    rpc_finish(c, NULL, 0, INVALID_ARGUMENT, "the request carried no message");
+    rpc_finish(c, NULL, 0, GEMMD_CODE_INVALID_ARGUMENT, "the request carried no message");
     return;
   }
   Gemmd__V1__ListWeightsRequest *m = gemmd__v1__list_weights_request__unpack(NULL, len, bytes);
   free(bytes);
   if (m == NULL) {
-    rpc_finish(c, NULL, 0, INVALID_ARGUMENT,
+    rpc_finish(c, NULL, 0, GEMMD_CODE_INVALID_ARGUMENT,
                "the request is not a valid gemmd.v1.ListWeightsRequest message");
     return;
   }

@@ -14,19 +14,11 @@
 #include "daemon/safetensors.h"
 #include "daemon/shm_server.h"
 #include "daemon/stats.h"
+#include "daemon/status.h"
 #include "daemon/version.h"
 #include "daemon/weight_store.h"
 #include "kernels/errors.h"
 
-enum {
-  CODE_OK = 0,
-  CODE_INVALID_ARGUMENT = 3,
-  CODE_DEADLINE_EXCEEDED = 4,
-  CODE_NOT_FOUND = 5,
-  CODE_RESOURCE_EXHAUSTED = 8,
-  CODE_INTERNAL = 13,
-  CODE_UNAVAILABLE = 14,
-};
 
 #define TICK_MS 100
 
@@ -208,8 +200,8 @@ static int push_pieces(gemmd_server_t *srv, gemmd_request_t *r, uint32_t rows) {
  * the last piece answers the parent. */
 static void piece_done(gemmd_server_t *srv, gemmd_request_t *p) {
   gemmd_request_t *r = p->parent;
-  if (p->status != CODE_OK) {
-    if (r->status == CODE_OK) {
+  if (p->status != GEMMD_CODE_OK) {
+    if (r->status == GEMMD_CODE_OK) {
       r->status = p->status;
       snprintf(r->message, sizeof r->message, "rows %u-%u: %.460s", p->piece_row, p->piece_row + p->m - 1,
                p->message);
@@ -230,7 +222,7 @@ static void piece_done(gemmd_server_t *srv, gemmd_request_t *p) {
   if (--r->pieces_left > 0) return;
   uint8_t *owned = r->d_owned;
   r->d_owned = NULL;
-  if (r->status == CODE_OK) {
+  if (r->status == GEMMD_CODE_OK) {
     r->d = r->d_dest != NULL ? r->d_dest : owned;
     r->d_bytes = (size_t)r->m * r->n * gemmd_dtype_size(r->out_dtype);
   } else {
@@ -255,7 +247,7 @@ static void expire_list(gemmd_server_t *srv, gemmd_request_t *list) {
   while (list != NULL) {
     gemmd_request_t *next = list->next;
     list->next = NULL;
-    fail(srv, list, CODE_DEADLINE_EXCEEDED,
+    fail(srv, list, GEMMD_CODE_DEADLINE_EXCEEDED,
          "the deadline passed after %.3f ms in the queue, before a batch ran it; no compute "
          "was spent",
          (double)(gemmd_now_ns() - list->accepted_ns) * 1e-6);
@@ -286,10 +278,10 @@ void gemmd_server_count_refused(gemmd_server_t *srv, gemmd_transport_t transport
 }
 
 void gemmd_server_submit(gemmd_server_t *srv, gemmd_request_t *r) {
-  r->status = CODE_OK;
+  r->status = GEMMD_CODE_OK;
   if (srv->draining || srv->stopped) {
     gemmd_request_release(r);
-    fail(srv, r, CODE_UNAVAILABLE, "gemmd is shutting down and takes no new requests");
+    fail(srv, r, GEMMD_CODE_UNAVAILABLE, "gemmd is shutting down and takes no new requests");
     return;
   }
   if (r->inline_b != NULL) {
@@ -300,15 +292,15 @@ void gemmd_server_submit(gemmd_server_t *srv, gemmd_request_t *r) {
                                           : gemmd_weights_find_name(&srv->weights, r->weight_name);
     if (w == NULL) {
       if (r->weight_id != 0) {
-        fail(srv, r, CODE_NOT_FOUND, "no weight with weight_id %" PRIu64 " is registered",
+        fail(srv, r, GEMMD_CODE_NOT_FOUND, "no weight with weight_id %" PRIu64 " is registered",
              r->weight_id);
       } else {
-        fail(srv, r, CODE_NOT_FOUND, "no weight named '%s' is registered", r->weight_name);
+        fail(srv, r, GEMMD_CODE_NOT_FOUND, "no weight named '%s' is registered", r->weight_name);
       }
       return;
     }
     if (w->k != r->k) {
-      fail(srv, r, CODE_INVALID_ARGUMENT,
+      fail(srv, r, GEMMD_CODE_INVALID_ARGUMENT,
            "a.cols = %u but weight '%s' has k = %u; A is M x K and B is N x K", r->k, w->name,
            w->k);
       return;
@@ -318,21 +310,21 @@ void gemmd_server_submit(gemmd_server_t *srv, gemmd_request_t *r) {
   }
   r->n = r->weight->n;
   if (srv->batcher.depth >= (uint32_t)srv->cfg->queue_depth) {
-    fail(srv, r, CODE_RESOURCE_EXHAUSTED,
+    fail(srv, r, GEMMD_CODE_RESOURCE_EXHAUSTED,
          "the queue is full (%" PRId64 " requests waiting, --queue-depth); retry later",
          srv->cfg->queue_depth);
     return;
   }
   const uintptr_t conn_n = (uintptr_t)gemmd_map_get_u64(&srv->conns, r->conn_id);
   if (conn_n >= (uintptr_t)srv->cfg->max_inflight_per_client) {
-    fail(srv, r, CODE_RESOURCE_EXHAUSTED,
+    fail(srv, r, GEMMD_CODE_RESOURCE_EXHAUSTED,
          "this connection already has %" PRId64
          " requests in flight (--max-inflight-per-client); wait for answers first",
          srv->cfg->max_inflight_per_client);
     return;
   }
   if (r->deadline_ns != 0 && r->deadline_ns <= gemmd_now_ns()) {
-    fail(srv, r, CODE_DEADLINE_EXCEEDED, "the deadline passed before the request was queued");
+    fail(srv, r, GEMMD_CODE_DEADLINE_EXCEEDED, "the deadline passed before the request was queued");
     return;
   }
   r->admitted = 1;
@@ -342,7 +334,7 @@ void gemmd_server_submit(gemmd_server_t *srv, gemmd_request_t *r) {
   if (rows == 0) {
     gemmd_batcher_push(&srv->batcher, r);
   } else if (push_pieces(srv, r, rows) != GEMMD_OK) {
-    fail(srv, r, CODE_RESOURCE_EXHAUSTED, "out of memory splitting a %u-row request", r->m);
+    fail(srv, r, GEMMD_CODE_RESOURCE_EXHAUSTED, "out of memory splitting a %u-row request", r->m);
     return;
   }
   if (srv->dispatch_held == 0) maybe_dispatch(srv);
@@ -396,7 +388,7 @@ static void maybe_dispatch(gemmd_server_t *srv) {
     const int rc = srv->engine->ops->submit(srv->engine, b);
     if (rc != GEMMD_OK) {
       for (uint32_t i = 0; i < b->n_requests; i++) {
-        fail(srv, b->requests[i], CODE_UNAVAILABLE, "the engine refused the batch: %s",
+        fail(srv, b->requests[i], GEMMD_CODE_UNAVAILABLE, "the engine refused the batch: %s",
              gemmd_strerror(rc));
       }
       gemmd_batch_free(b);
@@ -420,11 +412,11 @@ static void on_batch_done(gemmd_server_t *srv, void *arg) {
   srv->engine_busy--;
   b->marks.done = gemmd_now_ns();
   gemmd_metrics_batch(&srv->metrics, b->n_requests, b->compute_ns,
-                      b->status == CODE_OK ? b->flops : 0.0, b->input_bytes,
-                      b->status == CODE_OK ? b->output_bytes : 0);
+                      b->status == GEMMD_CODE_OK ? b->flops : 0.0, b->input_bytes,
+                      b->status == GEMMD_CODE_OK ? b->output_bytes : 0);
   srv->metrics.graph_replays += b->graph_replays;
   srv->metrics.graph_captures += b->graph_captures;
-  if (b->status != CODE_OK) {
+  if (b->status != GEMMD_CODE_OK) {
     gemmd_log(GEMMD_LOG_WARN, "batch failed", "batch=%" PRIu64 " code=%s reason=\"%s\"", b->id,
               gemmd_code_name(b->status), b->message);
   }
@@ -432,7 +424,7 @@ static void on_batch_done(gemmd_server_t *srv, void *arg) {
   for (uint32_t i = 0; i < b->n_requests; i++) {
     gemmd_request_t *r = b->requests[i];
     take_batch_outcome(r, b);
-    if (b->status != CODE_OK) {
+    if (b->status != GEMMD_CODE_OK) {
       snprintf(r->message, sizeof r->message, "%s", b->message);
       r->d = NULL;
     }
@@ -459,7 +451,7 @@ static void device_failed(gemmd_server_t *srv, const char *why) {
   while (queued != NULL) {
     gemmd_request_t *next = queued->next;
     queued->next = NULL;
-    fail(srv, queued, CODE_UNAVAILABLE, "the GPU failed; gemmd is restarting: %s", why);
+    fail(srv, queued, GEMMD_CODE_UNAVAILABLE, "the GPU failed; gemmd is restarting: %s", why);
     queued = next;
   }
 }
@@ -468,7 +460,7 @@ static void device_failed(gemmd_server_t *srv, const char *why) {
  * off the loop are answered here, a loop wake-up sooner (docs/bench/gpu_engine.md); the
  * loop's on_batch_done does the bookkeeping for every request as before. */
 static void engine_done(void *ctx, gemmd_batch_t *b) {
-  if (b->status == CODE_OK && !b->device_failed) {
+  if (b->status == GEMMD_CODE_OK && !b->device_failed) {
     for (uint32_t i = 0; i < b->n_requests; i++) {
       gemmd_request_t *r = b->requests[i];
       if (r->answer_early == NULL) continue;
@@ -555,7 +547,7 @@ static void register_finished(gemmd_server_t *srv, gemmd_weight_t *w, gemmd_weig
             "id=%" PRIu64 " name=\"%s\" n=%u k=%u dtype=%s layout=%s bytes=%" PRIu64, w->id,
             w->name, w->n, w->k, gemmd_dtype_name(w->dtype),
             gemmd_scale_layout_name(w->scale_layout), w->bytes);
-  done(ctx, CODE_OK, "", w);
+  done(ctx, GEMMD_CODE_OK, "", w);
 }
 
 /* The last user of a removed weight is gone: delete its file, drop the engine's copy,
@@ -569,9 +561,9 @@ static void weight_gone(gemmd_server_t *srv, gemmd_weight_t *w, int file_rc, con
   while (waiters != NULL) {
     weight_waiter_t *next = waiters->next;
     if (file_rc != GEMMD_OK) {
-      waiters->done(waiters->ctx, CODE_INTERNAL, err, NULL);
+      waiters->done(waiters->ctx, GEMMD_CODE_INTERNAL, err, NULL);
     } else {
-      waiters->done(waiters->ctx, CODE_OK, "", NULL);
+      waiters->done(waiters->ctx, GEMMD_CODE_OK, "", NULL);
     }
     free(waiters);
     waiters = next;
@@ -591,7 +583,7 @@ static void weight_io_after(uv_work_t *req, int status) {
     char msg[512];
     snprintf(msg, sizeof msg, "the engine could not load weight '%s': %s", io->w->name,
              gemmd_strerror(io->load_rc));
-    io->done(io->ctx, io->load_rc == GEMMD_ENOMEM ? CODE_RESOURCE_EXHAUSTED : CODE_INTERNAL, msg,
+    io->done(io->ctx, io->load_rc == GEMMD_ENOMEM ? GEMMD_CODE_RESOURCE_EXHAUSTED : GEMMD_CODE_INTERNAL, msg,
              NULL);
     gemmd_weights_unreserve(&srv->weights, io->w);
   } else if (io->remove) {
@@ -601,7 +593,7 @@ static void weight_io_after(uv_work_t *req, int status) {
     gemmd_log(GEMMD_LOG_ERROR, "weight not persisted", "name=\"%s\" reason=\"%s\"", io->w->name,
               io->err);
     srv->engine->ops->weight_unload(srv->engine, io->w);
-    io->done(io->ctx, CODE_INTERNAL, io->err, NULL);
+    io->done(io->ctx, GEMMD_CODE_INTERNAL, io->err, NULL);
     gemmd_weights_unreserve(&srv->weights, io->w);
   } else {
     register_finished(srv, io->w, io->done, io->ctx);
@@ -635,7 +627,7 @@ static void start_weight_io(gemmd_server_t *srv, gemmd_weight_t *w, int remove,
     weight_gone(srv, w, GEMMD_EIO, why);
   } else {
     srv->engine->ops->weight_unload(srv->engine, w);
-    done(ctx, CODE_INTERNAL, why, NULL);
+    done(ctx, GEMMD_CODE_INTERNAL, why, NULL);
     gemmd_weights_unreserve(&srv->weights, w);
   }
 }
@@ -652,7 +644,7 @@ void gemmd_server_register_weight(gemmd_server_t *srv, gemmd_weight_t *w,
                                   gemmd_weight_done_fn done, void *ctx) {
   char msg[512];
   if (srv->draining || srv->stopped) {
-    done(ctx, CODE_UNAVAILABLE, "gemmd is shutting down and takes no new weights", NULL);
+    done(ctx, GEMMD_CODE_UNAVAILABLE, "gemmd is shutting down and takes no new weights", NULL);
     gemmd_weight_free(w);
     return;
   }
@@ -676,12 +668,12 @@ void gemmd_server_unregister_weight(gemmd_server_t *srv, uint64_t id, const char
     } else {
       snprintf(msg, sizeof msg, "no weight named '%s' is registered", name ? name : "");
     }
-    done(ctx, CODE_NOT_FOUND, msg, NULL);
+    done(ctx, GEMMD_CODE_NOT_FOUND, msg, NULL);
     return;
   }
   weight_waiter_t *waiter = calloc(1, sizeof *waiter);
   if (waiter == NULL) {
-    done(ctx, CODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
+    done(ctx, GEMMD_CODE_RESOURCE_EXHAUSTED, "out of memory", NULL);
     return;
   }
   waiter->done = done;

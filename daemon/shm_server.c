@@ -18,18 +18,11 @@
 #include <unistd.h>
 
 #include "daemon/log.h"
+#include "daemon/status.h"
 #include "daemon/validate.h"
 #include "gemmd/shm_v1.h"
 #include "kernels/errors.h"
 
-enum {
-  CODE_OK = 0,
-  CODE_INVALID_ARGUMENT = 3,
-  CODE_NOT_FOUND = 5,
-  CODE_PERMISSION_DENIED = 7,
-  CODE_RESOURCE_EXHAUSTED = 8,
-  CODE_UNAVAILABLE = 14,
-};
 
 enum { MIN_ENTRIES = 8, MAX_ENTRIES = 65536, DEFAULT_ENTRIES = 256, MAX_IDS = 64 };
 
@@ -191,7 +184,7 @@ static int gemm_publish(gemmd_request_t *r, uint64_t total_ns) {
   cqe.request_id = op->request_id;
   cqe.status = r->status;
   cqe.opcode = GEMMD_SHM_OP_GEMM;
-  cqe.result = r->status == CODE_OK ? r->d_bytes : 0;
+  cqe.result = r->status == GEMMD_CODE_OK ? r->d_bytes : 0;
   if (r->dispatched_ns != 0) {
     cqe.queue_ns = r->dispatched_ns - r->accepted_ns;
     cqe.compute_ns = r->compute_ns;
@@ -200,7 +193,7 @@ static int gemm_publish(gemmd_request_t *r, uint64_t total_ns) {
     cqe.batch_id = r->batch_id;
   }
   cqe.total_ns = total_ns;
-  if (r->status != CODE_OK) copy_message(cqe.message, sizeof cqe.message, r->message);
+  if (r->status != GEMMD_CODE_OK) copy_message(cqe.message, sizeof cqe.message, r->message);
   return publish_quiet(op->c, &cqe);
 }
 
@@ -230,9 +223,9 @@ static void weight_op_done(void *ctx, int code, const char *message, const gemmd
   cqe.request_id = op->request_id;
   cqe.status = code;
   cqe.opcode = op->opcode;
-  cqe.result = (code == CODE_OK && w != NULL) ? w->id : 0;
+  cqe.result = (code == GEMMD_CODE_OK && w != NULL) ? w->id : 0;
   cqe.total_ns = gemmd_now_ns() - op->accepted_ns;
-  if (code != CODE_OK) copy_message(cqe.message, sizeof cqe.message, message);
+  if (code != GEMMD_CODE_OK) copy_message(cqe.message, sizeof cqe.message, message);
   publish(op->c, &cqe);
   op_done(op);
 }
@@ -256,27 +249,27 @@ static int operand_in_arena(shm_client_t *c, const char *what, gemmd_operand_rol
   const size_t ns = gemmd_scale_layout_is_valid(layout)
                         ? gemmd_scale_count((gemmd_scale_layout_t)layout, rows, cols)
                         : 0;
-  int code = gemmd_validate_matrix(what, role, rows, cols, dtype, layout, (size_t)bytes, ns, lim,
-                                   msg, n);
+  const gemmd_matrix_in_t in = {what, role, rows, cols, dtype, layout, (size_t)bytes, ns};
+  int code = gemmd_validate_matrix(&in, lim, msg, n);
   if (code) return code;
   if (!in_data(c, off, bytes)) {
     snprintf(msg, n, "%s: %" PRIu64 " bytes at offset %" PRIu64 " are outside the data region",
              what, bytes, off);
-    return CODE_INVALID_ARGUMENT;
+    return GEMMD_CODE_INVALID_ARGUMENT;
   }
   if (ns > 0 && scales_off % 4 != 0) {
     snprintf(msg, n, "%s.scales offset %" PRIu64 " is not 4-byte aligned", what, scales_off);
-    return CODE_INVALID_ARGUMENT;
+    return GEMMD_CODE_INVALID_ARGUMENT;
   }
   if (ns > 0 && !in_data(c, scales_off, 4 * (uint64_t)ns)) {
     snprintf(msg, n, "%s.scales: %zu floats at %" PRIu64 " outside the data region", what, ns,
              scales_off);
-    return CODE_INVALID_ARGUMENT;
+    return GEMMD_CODE_INVALID_ARGUMENT;
   }
   *op = (gemmd_operand_t){rows, cols, cols, (gemmd_dtype_t)dtype, c->arena + off,
                           (gemmd_scale_layout_t)layout,
                           ns ? (const float *)(const void *)(c->arena + scales_off) : NULL};
-  return CODE_OK;
+  return GEMMD_CODE_OK;
 }
 
 static int take_gemm(shm_client_t *c, const gemmd_shm_sqe_t *e, shm_op_t *op, char *msg, size_t n) {
@@ -292,7 +285,7 @@ static int take_gemm(shm_client_t *c, const gemmd_shm_sqe_t *e, shm_op_t *op, ch
     const gemmd_weight_t *w = gemmd_weights_find_id(&c->ss->srv->weights, e->weight_id);
     if (w == NULL) {
       snprintf(msg, n, "no weight with weight_id %" PRIu64 " is registered", e->weight_id);
-      return CODE_NOT_FOUND;
+      return GEMMD_CODE_NOT_FOUND;
     }
     r->weight_id = e->weight_id;
     n_cols = w->n;
@@ -303,22 +296,22 @@ static int take_gemm(shm_client_t *c, const gemmd_shm_sqe_t *e, shm_op_t *op, ch
     n_cols = e->n;
   } else {
     snprintf(msg, n, "B source %u is neither 0 (weight) nor 1 (inline)", e->b_source);
-    return CODE_INVALID_ARGUMENT;
+    return GEMMD_CODE_INVALID_ARGUMENT;
   }
   const uint64_t d_bytes = (uint64_t)e->m * n_cols * gemmd_dtype_size(r->out_dtype);
   if (e->d_capacity < d_bytes || !in_data(c, e->d_offset, d_bytes)) {
     snprintf(msg, n, "D needs %" PRIu64 " bytes inside the data region at offset %" PRIu64
              " (capacity given %" PRIu64 ")", d_bytes, e->d_offset, e->d_capacity);
-    return CODE_INVALID_ARGUMENT;
+    return GEMMD_CODE_INVALID_ARGUMENT;
   }
   if (e->b_source == GEMMD_SHM_B_INLINE &&
       gemmd_weight_from_operand(&b, NULL, NULL, &r->inline_b) != GEMMD_OK) {
     snprintf(msg, n, "out of memory preparing b");
-    return CODE_RESOURCE_EXHAUSTED;
+    return GEMMD_CODE_RESOURCE_EXHAUSTED;
   }
   if (gemmd_request_prepare_a(r, &a, c->ss->srv->engine->quantizes_a) != GEMMD_OK) {
     snprintf(msg, n, "out of memory preparing a");
-    return CODE_RESOURCE_EXHAUSTED;
+    return GEMMD_CODE_RESOURCE_EXHAUSTED;
   }
   r->request_id = e->request_id;
   r->transport = GEMMD_TRANSPORT_SHM;
@@ -331,7 +324,7 @@ static int take_gemm(shm_client_t *c, const gemmd_shm_sqe_t *e, shm_op_t *op, ch
   r->answer_early = gemm_answer_early;
   r->wake_early = gemm_wake_early;
   r->respond_ctx = op;
-  return CODE_OK;
+  return GEMMD_CODE_OK;
 }
 
 static int take_register(shm_client_t *c, const gemmd_shm_sqe_t *e, shm_op_t *op,
@@ -342,7 +335,7 @@ static int take_register(shm_client_t *c, const gemmd_shm_sqe_t *e, shm_op_t *op
   if (code) return code;
   if (e->d_capacity == 0 || e->d_capacity > 255 || !in_data(c, e->d_offset, e->d_capacity)) {
     snprintf(msg, n, "the weight name must be 1 to 255 bytes inside the data region");
-    return CODE_INVALID_ARGUMENT;
+    return GEMMD_CODE_INVALID_ARGUMENT;
   }
   /* A registered weight outlives the client: FP8 bytes are copied out of the arena;
    * other dtypes are quantized into memory of gemmd's own. */
@@ -353,7 +346,7 @@ static int take_register(shm_client_t *c, const gemmd_shm_sqe_t *e, shm_op_t *op
     op->weight_copy = malloc(data_bytes + sizeof(float) * ns + 1);
     if (op->weight_copy == NULL) {
       snprintf(msg, n, "out of memory for a %zu-byte weight", data_bytes);
-      return CODE_RESOURCE_EXHAUSTED;
+      return GEMMD_CODE_RESOURCE_EXHAUSTED;
     }
     memcpy(op->weight_copy, w.data, data_bytes);
     if (ns) memcpy(op->weight_copy + data_bytes, w.scales, sizeof(float) * ns);
@@ -364,15 +357,15 @@ static int take_register(shm_client_t *c, const gemmd_shm_sqe_t *e, shm_op_t *op
   op->weight_copy = NULL; /* the weight owns it now, or it was freed */
   if (rc != GEMMD_OK) {
     snprintf(msg, n, "cannot prepare the weight: %s", gemmd_strerror(rc));
-    return CODE_RESOURCE_EXHAUSTED;
+    return GEMMD_CODE_RESOURCE_EXHAUSTED;
   }
   (*out)->name = strndup((const char *)c->arena + e->d_offset, e->d_capacity);
   if ((*out)->name == NULL || strlen((*out)->name) == 0) {
     gemmd_weight_free(*out);
     snprintf(msg, n, "the weight name must be 1 to 255 bytes with no NUL");
-    return CODE_INVALID_ARGUMENT;
+    return GEMMD_CODE_INVALID_ARGUMENT;
   }
-  return CODE_OK;
+  return GEMMD_CODE_OK;
 }
 
 /* One entry, copied out of the ring. Answers it now (refused) or hands it on. */
@@ -382,7 +375,7 @@ static void take_entry(shm_client_t *c, const gemmd_shm_sqe_t *e) {
   char msg[512];
   shm_op_t *op = calloc(1, sizeof *op);
   if (op == NULL) {
-    publish_error(c, e, CODE_RESOURCE_EXHAUSTED, "out of memory", accepted);
+    publish_error(c, e, GEMMD_CODE_RESOURCE_EXHAUSTED, "out of memory", accepted);
     return;
   }
   gemmd_request_init(&op->req);
@@ -400,7 +393,7 @@ static void take_entry(shm_client_t *c, const gemmd_shm_sqe_t *e) {
       code = take_register(c, e, op, &w, msg, sizeof msg);
       break;
     case GEMMD_SHM_OP_UNREGISTER_WEIGHT:
-      code = e->weight_id != 0 ? CODE_OK : CODE_INVALID_ARGUMENT;
+      code = e->weight_id != 0 ? GEMMD_CODE_OK : GEMMD_CODE_INVALID_ARGUMENT;
       snprintf(msg, sizeof msg, "weight_id 0 names no weight");
       break;
     case GEMMD_SHM_OP_WEIGHT_INFO: {
@@ -415,12 +408,12 @@ static void take_entry(shm_client_t *c, const gemmd_shm_sqe_t *e) {
         iw = gemmd_weights_find_name(&srv->weights, name);
         snprintf(msg, sizeof msg, "no weight named '%.200s' is registered", name);
       } else {
-        code = CODE_INVALID_ARGUMENT;
+        code = GEMMD_CODE_INVALID_ARGUMENT;
         snprintf(msg, sizeof msg, "name the weight: an id, or a 1-255 byte name in the data region");
         break;
       }
       if (iw == NULL) {
-        code = CODE_NOT_FOUND;
+        code = GEMMD_CODE_NOT_FOUND;
         break;
       }
       gemmd_shm_cqe_t cqe;
@@ -434,11 +427,11 @@ static void take_entry(shm_client_t *c, const gemmd_shm_sqe_t *e) {
       return;
     }
     default:
-      code = CODE_INVALID_ARGUMENT;
+      code = GEMMD_CODE_INVALID_ARGUMENT;
       snprintf(msg, sizeof msg, "unknown opcode %u", e->opcode);
       break;
   }
-  if (code != CODE_OK) {
+  if (code != GEMMD_CODE_OK) {
     publish_error(c, e, code, msg, accepted);
     gemmd_request_release(&op->req);
     free(op->weight_copy);
@@ -653,7 +646,7 @@ static int make_arena(shm_client_t *c, uint64_t bytes, uint32_t entries, int *me
   if (*memfd < 0 || ftruncate(*memfd, (off_t)bytes) != 0 ||
       fcntl(*memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
     snprintf(msg, n, "cannot make a %" PRIu64 "-byte arena: %s", bytes, strerror(errno));
-    return CODE_RESOURCE_EXHAUSTED;
+    return GEMMD_CODE_RESOURCE_EXHAUSTED;
   }
   void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, *memfd, 0);
   c->sq_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -661,7 +654,7 @@ static int make_arena(shm_client_t *c, uint64_t bytes, uint32_t entries, int *me
   if (p == MAP_FAILED || c->sq_efd < 0 || c->cq_efd < 0) {
     if (p != MAP_FAILED) munmap(p, bytes);
     snprintf(msg, n, "cannot map the arena or make doorbells: %s", strerror(errno));
-    return CODE_RESOURCE_EXHAUSTED;
+    return GEMMD_CODE_RESOURCE_EXHAUSTED;
   }
   c->arena = p;
   c->arena_bytes = bytes;
@@ -686,7 +679,7 @@ static int make_arena(shm_client_t *c, uint64_t bytes, uint32_t entries, int *me
   h->max_inflight = c->max_inflight;
   h->server_idle.value = 1; /* v1: gemmd always waits on the doorbell */
   c->hdr = h;
-  return CODE_OK;
+  return GEMMD_CODE_OK;
 }
 
 static void handshake(shm_client_t *c) {
@@ -701,13 +694,13 @@ static void handshake(shm_client_t *c) {
   }
   char msg[224];
   if ((size_t)got != sizeof hello || memcmp(hello.magic, GEMMD_SHM_MAGIC, 8) != 0) {
-    refuse(c, CODE_INVALID_ARGUMENT, "expected a 32-byte GEMMDSH1 HELLO (docs/shm-protocol.md)");
+    refuse(c, GEMMD_CODE_INVALID_ARGUMENT, "expected a 32-byte GEMMDSH1 HELLO (docs/shm-protocol.md)");
     return;
   }
   if (hello.version != GEMMD_SHM_VERSION) {
     snprintf(msg, sizeof msg, "protocol version %u is not served; this gemmd speaks version %u",
              hello.version, GEMMD_SHM_VERSION);
-    refuse(c, CODE_INVALID_ARGUMENT, msg);
+    refuse(c, GEMMD_CODE_INVALID_ARGUMENT, msg);
     return;
   }
   if (!allowed(ss, &c->peer)) {
@@ -715,16 +708,16 @@ static void handshake(shm_client_t *c) {
              "uid %u gid %u is not allowed on this socket (gemmd runs as uid %u; see "
              "--shm-allow-uids and --shm-allow-gids)",
              (unsigned)c->peer.uid, (unsigned)c->peer.gid, (unsigned)getuid());
-    refuse(c, CODE_PERMISSION_DENIED, msg);
+    refuse(c, GEMMD_CODE_PERMISSION_DENIED, msg);
     return;
   }
   if (ss->srv->draining) {
-    refuse(c, CODE_UNAVAILABLE, "gemmd is shutting down");
+    refuse(c, GEMMD_CODE_UNAVAILABLE, "gemmd is shutting down");
     return;
   }
   if (ss->n_active >= (unsigned)cfg->shm_max_clients) {
     snprintf(msg, sizeof msg, "%u clients are connected already (--shm-max-clients)", ss->n_active);
-    refuse(c, CODE_RESOURCE_EXHAUSTED, msg);
+    refuse(c, GEMMD_CODE_RESOURCE_EXHAUSTED, msg);
     return;
   }
   const uint64_t bytes = hello.arena_bytes ? hello.arena_bytes : cfg->shm_arena_bytes;
@@ -732,14 +725,14 @@ static void handshake(shm_client_t *c) {
   if (entries < MIN_ENTRIES || entries > MAX_ENTRIES || (entries & (entries - 1)) != 0) {
     snprintf(msg, sizeof msg, "ring entries %u must be a power of two from %d to %d", entries,
              MIN_ENTRIES, MAX_ENTRIES);
-    refuse(c, CODE_INVALID_ARGUMENT, msg);
+    refuse(c, GEMMD_CODE_INVALID_ARGUMENT, msg);
     return;
   }
   const uint64_t min_bytes = GEMMD_SHM_HEADER_BYTES + 2ull * entries * GEMMD_SHM_ENTRY_BYTES + 4096;
   if (bytes < min_bytes || bytes > (1ull << 36) || bytes % 4096 != 0) {
     snprintf(msg, sizeof msg, "arena of %" PRIu64 " bytes: it must be a multiple of 4096 from %" PRIu64
              " to 64 GiB", bytes, min_bytes);
-    refuse(c, CODE_INVALID_ARGUMENT, msg);
+    refuse(c, GEMMD_CODE_INVALID_ARGUMENT, msg);
     return;
   }
   if (ss->arena_bytes_total + bytes > cfg->shm_arenas_bytes) {
@@ -747,7 +740,7 @@ static void handshake(shm_client_t *c) {
              "an arena of %" PRIu64 " bytes would pass --shm-arenas-bytes (%" PRIu64
              " bytes for all clients, %" PRIu64 " in use); ask for a smaller one or retry later",
              bytes, cfg->shm_arenas_bytes, ss->arena_bytes_total);
-    refuse(c, CODE_RESOURCE_EXHAUSTED, msg);
+    refuse(c, GEMMD_CODE_RESOURCE_EXHAUSTED, msg);
     return;
   }
   c->max_inflight = entries < (uint32_t)cfg->max_inflight_per_client
@@ -755,7 +748,7 @@ static void handshake(shm_client_t *c) {
                         : (uint32_t)cfg->max_inflight_per_client;
   int memfd = -1;
   const int code = make_arena(c, bytes, entries, &memfd, msg, sizeof msg);
-  if (code != CODE_OK) {
+  if (code != GEMMD_CODE_OK) {
     if (memfd >= 0) close(memfd);
     refuse(c, code, msg);
     return;

@@ -14,11 +14,18 @@ typedef struct gemmd_limits_s {
   uint32_t max_m, max_n, max_k;
 } gemmd_limits_t;
 
-/* One matrix as received. `what` names it in messages ("a", "b", "weight"); role says
- * which layouts it may use and which limits apply (A: max_m × max_k; B: max_n × max_k). */
-int gemmd_validate_matrix(const char *what, gemmd_operand_role_t role, uint32_t rows,
-                          uint32_t cols, int dtype, int layout, size_t data_bytes,
-                          size_t n_scales, const gemmd_limits_t *lim, char *msg, size_t n);
+/* One matrix as received, before any check. */
+typedef struct gemmd_matrix_in_s {
+  const char *what;          /* its name in messages: "a", "b", "weight" */
+  gemmd_operand_role_t role; /* the layouts it may use, the limits that apply (A: max_m ×
+                                max_k; B: max_n × max_k) */
+  uint32_t rows, cols;
+  int dtype, layout;         /* as sent: any value */
+  size_t data_bytes;         /* bytes of data that came */
+  size_t n_scales;           /* scales that came */
+} gemmd_matrix_in_t;
+
+int gemmd_validate_matrix(const gemmd_matrix_in_t *in, const gemmd_limits_t *lim, char *msg, size_t n);
 
 /* The output dtype: UNSPECIFIED becomes BF16 in *out. */
 int gemmd_validate_out_dtype(int dtype, gemmd_dtype_t *out, char *msg, size_t n);

@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "daemon/status.h"
 #include "kernels/errors.h"
 
-enum { INVALID_ARGUMENT = 3, ALREADY_EXISTS = 6, RESOURCE_EXHAUSTED = 8 };
 
 void gemmd_weights_init(gemmd_weights_t *ws, uint64_t budget_bytes) {
   gemmd_map_init(&ws->by_id, 0);
@@ -40,11 +40,11 @@ int gemmd_weights_reserve(gemmd_weights_t *ws, gemmd_weight_t *w, char *msg, siz
   if (gemmd_map_get_str(&ws->by_name, w->name) != NULL) {
     snprintf(msg, n, "a weight named '%s' already exists; unregister it first or pick another name",
              w->name);
-    return ALREADY_EXISTS;
+    return GEMMD_CODE_ALREADY_EXISTS;
   }
   if (w->id != 0 && gemmd_map_get_u64(&ws->by_id, w->id) != NULL) {
     snprintf(msg, n, "weight id %llu is already in use", (unsigned long long)w->id);
-    return INVALID_ARGUMENT;
+    return GEMMD_CODE_INVALID_ARGUMENT;
   }
   if (ws->bytes + w->bytes > ws->budget) {
     snprintf(msg, n,
@@ -53,11 +53,11 @@ int gemmd_weights_reserve(gemmd_weights_t *ws, gemmd_weight_t *w, char *msg, siz
              w->name, (unsigned long long)w->bytes,
              (unsigned long long)(ws->budget > ws->bytes ? ws->budget - ws->bytes : 0),
              (unsigned long long)ws->budget);
-    return RESOURCE_EXHAUSTED;
+    return GEMMD_CODE_RESOURCE_EXHAUSTED;
   }
   if (gemmd_map_put_str(&ws->by_name, w->name, w) != GEMMD_OK) {
     snprintf(msg, n, "out of memory registering '%s'", w->name);
-    return RESOURCE_EXHAUSTED;
+    return GEMMD_CODE_RESOURCE_EXHAUSTED;
   }
   ws->bytes += w->bytes;
   if (w->id == 0) w->id = ws->next_id;
