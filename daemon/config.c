@@ -60,6 +60,13 @@ static const opt_t options[] = {
         "comma-separated uids allowed on the shm socket besides gemmd's own and root"),
     STR(shm_allow_gids, "shm-allow-gids", "", "comma-separated gids allowed on the shm socket"),
     INT(shm_max_clients, "shm-max-clients", "64", 1, 4096, "shared-memory clients at once"),
+    INT(shm_hello_timeout_ms, "shm-hello-timeout-ms", "2000", 10, 600000,
+        "a shared-memory connection that has not sent HELLO this long after connecting is closed"),
+    INT(shm_max_handshakes, "shm-max-handshakes", "64", 1, 65536,
+        "shared-memory connections between connect and HELLO at once; more are turned away "
+        "(RESOURCE_EXHAUSTED) at once"),
+    INT(shm_max_handshakes_per_uid, "shm-max-handshakes-per-uid", "16", 1, 65536,
+        "the same, per peer uid, so that one user's silent connections cannot lock out others"),
     SIZE(shm_arenas_bytes, "shm-arenas-bytes", "16G", 1 << 20, 1ll << 40,
          "arena bytes of all shared-memory clients together; a HELLO past it is refused with "
          "RESOURCE_EXHAUSTED"),

@@ -31,6 +31,9 @@ typedef struct gemmd_config_s {
   char shm_allow_gids[256];
   int64_t shm_max_clients;
   uint64_t shm_arenas_bytes;
+  int64_t shm_hello_timeout_ms;
+  int64_t shm_max_handshakes;
+  int64_t shm_max_handshakes_per_uid;
   char shm_pin_arenas[8];
   int64_t test_shm_pin_delay_us;
   /* Device. */

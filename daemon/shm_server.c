@@ -37,6 +37,15 @@ struct gemmd_shm_server_s {
   char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
   shm_client_t *clients;
   unsigned n_clients, n_active;
+  /* Connections that have not finished HELLO, bounded in count (all and per uid) and in
+   * time, so that connections that never speak cannot hold the socket or gemmd's fds. */
+  unsigned n_handshaking;
+  uv_timer_t hello_sweep;
+  /* accept() failing for lack of fds or memory: the listener rests for a moment instead of
+   * firing again at once. */
+  uv_timer_t accept_pause;
+  uint64_t accept_failures, last_accept_log_ns;
+  int timers_open;
   uint32_t next_id;
   uid_t uids[MAX_IDS];
   gid_t gids[MAX_IDS];
@@ -52,6 +61,7 @@ struct shm_client_s {
   client_state_t state;
   uint32_t id;
   struct ucred peer;
+  uint64_t accepted_ns;
   int sock;
   uv_poll_t sock_poll;
   int sq_efd, cq_efd;
@@ -499,7 +509,7 @@ static void on_doorbell(uv_poll_t *h, int status, int events) {
 /* ---- Client lifetime ----------------------------------------------------------------------- */
 
 static void maybe_done(gemmd_shm_server_t *ss) {
-  if (ss->stopping && ss->listen_closed && ss->clients == NULL && ss->done != NULL) {
+  if (ss->stopping && ss->listen_closed && ss->timers_open == 0 && ss->clients == NULL && ss->done != NULL) {
     void (*done)(gemmd_server_t *) = ss->done;
     gemmd_server_t *srv = ss->srv;
     srv->shm = NULL;
@@ -595,6 +605,7 @@ static void client_unref(shm_client_t *c) {
 
 static void close_client(shm_client_t *c, const char *why) {
   if (c->state == CLOSING) return;
+  if (c->state == HANDSHAKE) c->ss->n_handshaking--;
   const int was_active = c->state == ACTIVE;
   if (was_active) {
     c->ss->n_active--;
@@ -783,6 +794,7 @@ static void handshake(shm_client_t *c) {
     return;
   }
   c->state = ACTIVE;
+  ss->n_handshaking--;
   ss->n_active++;
   uv_poll_init(&ss->srv->loop, &c->sq_poll, c->sq_efd);
   c->sq_poll_inited = 1;
@@ -808,11 +820,89 @@ static void on_socket(uv_poll_t *h, int status, int events) {
   }
 }
 
+static void on_listen(uv_poll_t *h, int status, int events);
+
+static void on_accept_resume(uv_timer_t *t) {
+  gemmd_shm_server_t *ss = t->data;
+  if (!ss->stopping) uv_poll_start(&ss->listen_poll, UV_READABLE, on_listen);
+}
+
+/* accept() failed for want of fds or memory: the connection stays in the backlog and the
+ * listener stays readable, so polling it again at once would spin the loop. */
+static void pause_accepting(gemmd_shm_server_t *ss, int err) {
+  ss->accept_failures++;
+  const uint64_t now = gemmd_now_ns();
+  if (now - ss->last_accept_log_ns > 1000000000ull) {
+    ss->last_accept_log_ns = now;
+    gemmd_log(GEMMD_LOG_WARN, "shm accept failing", "errno=%d reason=\"%s\" failures=%" PRIu64
+              " (connections wait in the backlog; accepting again in 100 ms)", err, strerror(err),
+              ss->accept_failures);
+  }
+  uv_poll_stop(&ss->listen_poll);
+  uv_timer_start(&ss->accept_pause, on_accept_resume, 100, 0);
+}
+
+/* HELLOs in progress of one uid. */
+static unsigned handshakes_of(const gemmd_shm_server_t *ss, uid_t uid) {
+  unsigned n = 0;
+  for (const shm_client_t *c = ss->clients; c != NULL; c = c->next) n += c->state == HANDSHAKE && c->peer.uid == uid;
+  return n;
+}
+
+/* Turns a connection away before it holds anything: a refusal it can read, then close. */
+static void turn_away(int fd, int code, const char *msg) {
+  gemmd_shm_welcome_t w;
+  memset(&w, 0, sizeof w);
+  memcpy(w.magic, GEMMD_SHM_MAGIC, 8);
+  w.version = GEMMD_SHM_VERSION;
+  w.status = code;
+  snprintf(w.message, sizeof w.message, "%s", msg);
+  if (send(fd, &w, sizeof w, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+    /* the client is gone or its buffer is full: it sees the close */
+  }
+  close(fd);
+}
+
+/* Closes connections that have not said HELLO within --shm-hello-timeout-ms. */
+static void on_hello_sweep(uv_timer_t *t) {
+  gemmd_shm_server_t *ss = t->data;
+  const uint64_t now = gemmd_now_ns(), limit = (uint64_t)ss->srv->cfg->shm_hello_timeout_ms * 1000000u;
+  for (shm_client_t *c = ss->clients, *next; c != NULL; c = next) {
+    next = c->next;
+    if (c->state == HANDSHAKE && now - c->accepted_ns > limit) {
+      gemmd_log(GEMMD_LOG_INFO, "shm client refused", "pid=%d uid=%u reason=\"no HELLO within "
+                "--shm-hello-timeout-ms\"", (int)c->peer.pid, (unsigned)c->peer.uid);
+      close_client(c, "no HELLO in time");
+    }
+  }
+}
+
 static void on_listen(uv_poll_t *h, int status, int events) {
   gemmd_shm_server_t *ss = h->data;
+  const gemmd_config_t *cfg = ss->srv->cfg;
   for (;;) {
     const int fd = accept4(ss->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return; /* EAGAIN, or a client that gave up */
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        pause_accepting(ss, errno);
+      }
+      return; /* EAGAIN, or a client that gave up */
+    }
+    struct ucred peer;
+    socklen_t len = sizeof peer;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || len != sizeof peer) {
+      close(fd); /* without its credentials a peer is no one gemmd can allow */
+      continue;
+    }
+    if (ss->n_handshaking >= (unsigned)cfg->shm_max_handshakes ||
+        handshakes_of(ss, peer.uid) >= (unsigned)cfg->shm_max_handshakes_per_uid) {
+      char msg[160];
+      snprintf(msg, sizeof msg, "%u connections are between connect and HELLO (%u of uid %u; "
+               "--shm-max-handshakes, --shm-max-handshakes-per-uid); retry", ss->n_handshaking,
+               handshakes_of(ss, peer.uid), (unsigned)peer.uid);
+      turn_away(fd, GEMMD_CODE_RESOURCE_EXHAUSTED, msg);
+      continue;
+    }
     shm_client_t *c = calloc(1, sizeof *c);
     if (c == NULL) {
       close(fd);
@@ -824,12 +914,13 @@ static void on_listen(uv_poll_t *h, int status, int events) {
     c->id = ++ss->next_id;
     c->refs = 1;
     c->state = HANDSHAKE;
+    c->peer = peer;
+    c->accepted_ns = gemmd_now_ns();
     pthread_mutex_init(&c->cq_mu, NULL);
-    socklen_t len = sizeof c->peer;
-    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->peer, &len);
     c->next = ss->clients;
     ss->clients = c;
     ss->n_clients++;
+    ss->n_handshaking++;
     uv_poll_init(&ss->srv->loop, &c->sock_poll, fd);
     c->sock_poll.data = c;
     if (ss->stopping) {
@@ -919,6 +1010,12 @@ int gemmd_shm_start(gemmd_server_t *srv, gemmd_shm_server_t **out, char *err, si
   uv_poll_init(&srv->loop, &ss->listen_poll, ss->listen_fd);
   ss->listen_poll.data = ss;
   uv_poll_start(&ss->listen_poll, UV_READABLE, on_listen);
+  uv_timer_init(&srv->loop, &ss->hello_sweep);
+  uv_timer_init(&srv->loop, &ss->accept_pause);
+  ss->hello_sweep.data = ss->accept_pause.data = ss;
+  ss->timers_open = 2;
+  const uint64_t sweep_ms = cfg->shm_hello_timeout_ms / 4 + 1;
+  uv_timer_start(&ss->hello_sweep, on_hello_sweep, sweep_ms, sweep_ms);
   *out = ss;
   return GEMMD_OK;
 }
@@ -931,9 +1028,17 @@ static void on_listen_closed(uv_handle_t *h) {
   maybe_done(ss);
 }
 
+static void on_timer_closed(uv_handle_t *h) {
+  gemmd_shm_server_t *ss = h->data;
+  ss->timers_open--;
+  maybe_done(ss);
+}
+
 void gemmd_shm_stop(gemmd_shm_server_t *ss, void (*done)(gemmd_server_t *srv)) {
   ss->stopping = 1;
   ss->done = done;
+  uv_close((uv_handle_t *)&ss->hello_sweep, on_timer_closed);
+  uv_close((uv_handle_t *)&ss->accept_pause, on_timer_closed);
   uv_close((uv_handle_t *)&ss->listen_poll, on_listen_closed);
   for (shm_client_t *c = ss->clients, *next; c != NULL; c = next) {
     next = c->next;

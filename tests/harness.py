@@ -126,7 +126,7 @@ def stubs():
 class Gemmd:
     """A gemmd process on free ports. Use as a context manager or call stop()."""
 
-    def __init__(self, *args, env=None, wait_ready=True):
+    def __init__(self, *args, env=None, wait_ready=True, preexec_fn=None):
         self.binary = repo_path("daemon/gemmd")
         self.log_path = os.path.join(tmpdir(), "gemmd-%d-%d.log" % (os.getpid(), time.monotonic_ns()))
         self.log = open(self.log_path, "w+")
@@ -137,7 +137,8 @@ class Gemmd:
         cmd += list(args)
         full_env = dict(os.environ)
         full_env.update(env or {})
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=full_env)
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=full_env,
+                                     preexec_fn=preexec_fn)
         self.grpc_port = self.metrics_port = None
         self._channels = []
         if wait_ready:

@@ -1,0 +1,127 @@
+"""No local user can lock the shared-memory socket: connections that never send HELLO are
+bounded in number (--shm-max-handshakes, and per uid --shm-max-handshakes-per-uid: past
+them a connection is turned away at once) and in time (--shm-hello-timeout-ms), and when
+accept() runs out of fds the listener rests instead of spinning the loop."""
+
+import os
+import resource
+import socket
+import sys
+import time
+import unittest
+
+import harness as H
+
+sys.path.insert(0, os.path.join(os.path.dirname(H.repo_path("client/python/gemmd_shm.py"))))
+import gemmd_shm as S  # noqa: E402
+
+
+def cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def served(d):
+    """A real client connects and runs a GEMM; returns the seconds it took."""
+    t = time.monotonic()
+    with S.Client(d.shm_socket, arena_bytes=1 << 20) as c:
+        a, dd = c.alloc(16), c.alloc(64)
+        c.write(a, bytes(16))
+        c.gemm(m=1, k=16, n=1, a=(a, S.DTYPE_E4M3, S.LAYOUT_NONE, 0), b=(a, S.DTYPE_E4M3, S.LAYOUT_NONE, 0),
+               d=dd, d_capacity=64)
+    return time.monotonic() - t
+
+
+def silent_connections(path, n):
+    """n connections that never send HELLO (the ones gemmd takes at all)."""
+    out = []
+    for _ in range(n):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            s.connect(path)
+        except OSError:
+            s.close()
+            continue
+        out.append(s)
+    return out
+
+
+def closed_by_peer(s, timeout):
+    """Whether gemmd closes (or turned away) the connection within timeout seconds."""
+    s.settimeout(timeout)
+    try:
+        while True:
+            if not s.recv(4096):
+                return True
+    except socket.timeout:
+        return False
+    except OSError:
+        return True
+
+
+class Lockout(unittest.TestCase):
+    @unittest.skipIf(os.getuid() != 0, "needs root to hold connections as another uid")
+    def test_silent_connections_of_one_user_do_not_lock_out_others(self):
+        with H.Gemmd() as d:
+            fds0 = d.open_fds()
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # uid 65534 opens 100 connections and says nothing
+                os.close(r)
+                try:
+                    os.setgid(65534)
+                    os.setuid(65534)
+                    held = silent_connections(d.shm_socket, 100)
+                    os.write(w, b"%d\n" % len(held))
+                    deadline = time.monotonic() + 4.0
+                    closed = sum(closed_by_peer(s, max(0.01, deadline - time.monotonic())) for s in held)
+                    os.write(w, b"%d\n" % closed)
+                finally:
+                    os._exit(0)
+            os.close(w)
+            f = os.fdopen(r)
+            opened = int(f.readline())
+            time.sleep(0.3)
+            grown = d.open_fds() - fds0
+            took = served(d)
+            closed = int(f.readline())
+            f.close()
+            os.waitpid(pid, 0)
+            self.assertEqual(opened, 100)
+            self.assertLessEqual(grown, 16 + 4, "gemmd holds %d fds for 100 silent connections" % grown)
+            self.assertLess(took, 1.0, "a real client waited %.2f s beside silent ones" % took)
+            self.assertEqual(closed, 100, "silent connections still open after 4 s")
+
+    def test_out_of_fds_rests_the_listener(self):
+        limit = 96
+
+        def low_fd_limit():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+        d = H.Gemmd("--shm-max-handshakes", "1000", "--shm-max-handshakes-per-uid", "1000",
+                    "--shm-hello-timeout-ms", "60000", preexec_fn=low_fd_limit)
+        try:
+            held = silent_connections(d.shm_socket, limit + 40)
+            time.sleep(0.3)
+            self.assertGreaterEqual(d.open_fds(), limit - 2, "gemmd never ran out of fds")
+            c0, t0 = cpu_seconds(d.proc.pid), time.monotonic()
+            time.sleep(1.5)
+            busy = (cpu_seconds(d.proc.pid) - c0) / (time.monotonic() - t0)
+            self.assertLess(busy, 0.3, "gemmd used %.0f%% of a CPU while out of fds" % (100 * busy))
+            self.assertIn("shm accept failing", d.log_text())
+            for s in held:
+                s.close()
+            deadline = time.monotonic() + 10
+            while True:
+                try:
+                    served(d)
+                    break
+                except (S.ShmError, OSError):
+                    self.assertLess(time.monotonic(), deadline, "no client served after the fds came back")
+                    time.sleep(0.1)
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
