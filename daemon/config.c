@@ -113,6 +113,12 @@ static const opt_t options[] = {
         "most rows (sum of M) in one batch; a larger single request runs alone"),
     INT(max_batch_groups, "max-batch-groups", "128", 1, 4096,
         "most GEMM groups (distinct weights) in one batch"),
+    INT(stream_window, "stream-window", "64", 1, 65536,
+        "a GemmStream holds at most this many requests in gemmd or answered and unsent; past "
+        "it gemmd stops reading the stream until its answers are sent (HTTP/2 flow control "
+        "holds the client)"),
+    SIZE(stream_queue_bytes, "stream-queue-bytes", "256M", 1 << 20, 1ll << 40,
+         "the same bound in bytes of answers a GemmStream has not yet sent"),
     INT(split_flops, "split-flops", "0", 0, INT64_MAX,
         "a request of more FLOPs (2*M*N*K) runs as pieces of its rows of at most this many, "
         "so that small requests never wait behind all of it (0: auto, 256e9 on the CUDA "

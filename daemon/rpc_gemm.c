@@ -199,6 +199,7 @@ void rpc_gemm_arrived(rpc_call_t *c) {
 typedef struct out_msg_s {
   struct out_msg_s *next;
   grpc_byte_buffer *buf;
+  size_t len;
 } out_msg_t;
 
 typedef struct {
@@ -208,8 +209,15 @@ typedef struct {
   pthread_mutex_t mu;
   out_msg_t *out_head, *out_tail; /* responses waiting to be sent, in answer order */
   grpc_byte_buffer *sending;      /* the one SEND_MESSAGE in flight */
+  size_t sending_len;
   grpc_slice status_details;
   int metadata_sent, recv_done, outstanding, status_sent, broken;
+  /* Backpressure: a stream holds at most --stream-window requests in gemmd or answered and
+   * unsent, and --stream-queue-bytes of unsent answers; past either, gemmd stops reading
+   * the stream (HTTP/2 flow control then holds the client) until sends catch up. */
+  unsigned queued;      /* answers waiting or being sent */
+  size_t queued_bytes;
+  int recv_paused;
 } stream_call_t;
 
 typedef struct {
@@ -254,6 +262,7 @@ static void stream_pump(stream_call_t *s) {
     s->out_head = o->next;
     if (s->out_head == NULL) s->out_tail = NULL;
     s->sending = o->buf;
+    s->sending_len = o->len;
     free(o);
     ops[n].op = GRPC_OP_SEND_MESSAGE;
     ops[n++].data.send_message.send_message = s->sending;
@@ -273,6 +282,15 @@ static void stream_pump(stream_call_t *s) {
   }
 }
 
+static void stream_recv(stream_call_t *s);
+
+/* With mu held: whether the stream holds as much as it may (see stream_call_t). */
+static int stream_full(const stream_call_t *s) {
+  const gemmd_config_t *cfg = s->base.rpc->srv->cfg;
+  return (int64_t)(s->outstanding + s->queued) >= cfg->stream_window ||
+         s->queued_bytes >= cfg->stream_queue_bytes;
+}
+
 static void on_stream_send(rpc_tag_t *tag, int ok) {
   stream_call_t *s = RPC_CONTAINER(tag, stream_call_t, on_send);
   rpc_send_done(s->base.rpc);
@@ -280,10 +298,15 @@ static void on_stream_send(rpc_tag_t *tag, int ok) {
   if (s->sending) {
     grpc_byte_buffer_destroy(s->sending);
     s->sending = NULL;
+    s->queued--;
+    s->queued_bytes -= s->sending_len;
   }
   if (!ok) s->broken = 1; /* the client went away: drop what is left */
   stream_pump(s);
+  const int resume = s->recv_paused && !s->broken && !stream_full(s);
+  if (resume) s->recv_paused = 0;
   pthread_mutex_unlock(&s->mu);
+  if (resume) stream_recv(s);
   rpc_call_unref(&s->base);
 }
 
@@ -295,6 +318,9 @@ static void stream_send(stream_call_t *s, uint8_t *packed, size_t len, int answe
   if (o != NULL) {
     o->next = NULL;
     o->buf = rpc_buffer(packed, len);
+    o->len = len;
+    s->queued++;
+    s->queued_bytes += len;
     if (s->out_tail) {
       s->out_tail->next = o;
     } else {
@@ -338,8 +364,6 @@ static void stream_submit(gemmd_server_t *srv, void *arg) {
   stream_req_t *sr = arg;
   gemmd_server_submit(srv, &sr->req);
 }
-
-static void stream_recv(stream_call_t *s);
 
 static void on_stream_recv(rpc_tag_t *tag, int ok) {
   stream_call_t *s = RPC_CONTAINER(tag, stream_call_t, on_recv);
@@ -394,7 +418,11 @@ static void on_stream_recv(rpc_tag_t *tag, int ok) {
       gemmd_server_post(c->rpc->srv, stream_submit, sr);
     }
   }
-  stream_recv(s);
+  pthread_mutex_lock(&s->mu);
+  const int pause = stream_full(s);
+  s->recv_paused = pause;
+  pthread_mutex_unlock(&s->mu);
+  if (!pause) stream_recv(s); /* else on_stream_send reads on once sends catch up */
   rpc_call_unref(c); /* this receive's reference */
 }
 
