@@ -622,14 +622,19 @@ static void close_client(shm_client_t *c, const char *why) {
 
 static void on_socket(uv_poll_t *h, int status, int events);
 
-static void refuse(shm_client_t *c, int code, const char *msg) {
+/* Sends a WELCOME that refuses (never blocks); <0 if the peer could not take it. */
+static ssize_t send_refusal(int fd, int code, const char *msg) {
   gemmd_shm_welcome_t w;
   memset(&w, 0, sizeof w);
   memcpy(w.magic, GEMMD_SHM_MAGIC, 8);
   w.version = GEMMD_SHM_VERSION;
   w.status = code;
   snprintf(w.message, sizeof w.message, "%s", msg);
-  if (send(c->sock, &w, sizeof w, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+  return send(fd, &w, sizeof w, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+static void refuse(shm_client_t *c, int code, const char *msg) {
+  if (send_refusal(c->sock, code, msg) < 0) {
     gemmd_log(GEMMD_LOG_DEBUG, "shm refusal not delivered", "errno=%d", errno);
   }
   gemmd_log(GEMMD_LOG_WARN, "shm client refused", "pid=%d uid=%u gid=%u code=%d reason=\"%s\"",
@@ -851,15 +856,7 @@ static unsigned handshakes_of(const gemmd_shm_server_t *ss, uid_t uid) {
 
 /* Turns a connection away before it holds anything: a refusal it can read, then close. */
 static void turn_away(int fd, int code, const char *msg) {
-  gemmd_shm_welcome_t w;
-  memset(&w, 0, sizeof w);
-  memcpy(w.magic, GEMMD_SHM_MAGIC, 8);
-  w.version = GEMMD_SHM_VERSION;
-  w.status = code;
-  snprintf(w.message, sizeof w.message, "%s", msg);
-  if (send(fd, &w, sizeof w, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
-    /* the client is gone or its buffer is full: it sees the close */
-  }
+  (void)send_refusal(fd, code, msg); /* if it cannot be sent, the client sees the close */
   close(fd);
 }
 
