@@ -3,19 +3,11 @@
  * between two pieces; depth counts requests waiting to start (a large one until its first
  * piece leaves), queued every entry; expired entries of both lanes come back unbatched. */
 #include "daemon/batcher.h"
+#include "daemon/test_check.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond)                                                                \
-  do {                                                                             \
-    if (!(cond)) {                                                                 \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);     \
-      failures++;                                                                  \
-    }                                                                              \
-  } while (0)
 
 static gemmd_weight_t weights[2];
 
@@ -77,7 +69,7 @@ static void test_alternation(uint32_t per_piece) {
   CHECK(b.depth == 0 && b.queued == 0);
   if (per_piece == 1) CHECK(strcmp(seq, "rPrPrPr") == 0);
   if (per_piece == 2) CHECK(strcmp(seq, "rrPrrPP") == 0);
-  if (failures) fprintf(stderr, "per_piece %u: order %s\n", per_piece, seq);
+  if (check_failures) fprintf(stderr, "per_piece %u: order %s\n", per_piece, seq);
 }
 
 static void test_depth_counts_started_large_as_running(void) {
@@ -134,8 +126,8 @@ int main(void) {
   test_depth_counts_started_large_as_running();
   test_expiry_in_both_lanes();
   test_take_all_joins_lanes();
-  if (failures) {
-    fprintf(stderr, "%d failures\n", failures);
+  if (check_failures) {
+    fprintf(stderr, "%d failures\n", check_failures);
     return 1;
   }
   printf("batcher_test: ok\n");

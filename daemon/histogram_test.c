@@ -5,23 +5,15 @@
 #include <stdio.h>
 
 #include "kernels/errors.h"
+#include "daemon/test_check.h"
 
-static int failures;
-
-#define CHECK(cond)                                                   \
-  do {                                                                \
-    if (!(cond)) {                                                    \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      failures++;                                                     \
-    }                                                                 \
-  } while (0)
 
 #define CHECK_NEAR(a, b)                                                             \
   do {                                                                               \
     const double a_ = (a), b_ = (b);                                                 \
     if (!(fabs(a_ - b_) <= 1e-12 * (fabs(b_) + 1e-300) + 1e-15)) {                   \
       fprintf(stderr, "%s:%d: %s = %.17g, want %.17g\n", __FILE__, __LINE__, #a, a_, b_); \
-      failures++;                                                                    \
+      check_failures++;                                                                    \
     }                                                                                \
   } while (0)
 
@@ -124,8 +116,8 @@ int main(void) {
   test_init_rejects();
   test_observe();
   test_quantile();
-  if (failures != 0) {
-    fprintf(stderr, "histogram_test: %d failure(s)\n", failures);
+  if (check_failures != 0) {
+    fprintf(stderr, "histogram_test: %d failure(s)\n", check_failures);
     return 1;
   }
   printf("histogram_test: ok\n");

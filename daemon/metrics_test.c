@@ -12,16 +12,8 @@
 #include <unistd.h>
 
 #include "kernels/errors.h"
+#include "daemon/test_check.h"
 
-static int failures;
-
-#define CHECK(cond)                                                              \
-  do {                                                                           \
-    if (!(cond)) {                                                               \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
-      failures++;                                                                \
-    }                                                                            \
-  } while (0)
 
 /* The whole line `line` appears in text. */
 static int has_line(const char *text, const char *line) {
@@ -36,7 +28,7 @@ static int has_line(const char *text, const char *line) {
   do {                                                                               \
     if (!has_line((text), (line))) {                                                 \
       fprintf(stderr, "%s:%d: missing line: %s\n", __FILE__, __LINE__, (line));      \
-      failures++;                                                                    \
+      check_failures++;                                                                    \
     }                                                                                \
   } while (0)
 
@@ -116,7 +108,7 @@ static void check_structure(const char *text) {
       snprintf(expect, sizeof expect, "# TYPE %s ", name);
       if (strncmp(line, expect, strlen(expect)) != 0) {
         fprintf(stderr, "HELP for %s not followed by its TYPE\n", name);
-        failures++;
+        check_failures++;
       }
       continue;
     }
@@ -126,13 +118,13 @@ static void check_structure(const char *text) {
       for (int i = 0; i < nf; i++) {
         if (strcmp(families[i], name) == 0) {
           fprintf(stderr, "family %s declared twice\n", name);
-          failures++;
+          check_failures++;
         }
       }
       /* The HELP line must be right before. */
       if (strcmp(last_help, name) != 0) {
         fprintf(stderr, "TYPE for %s without its HELP right before\n", name);
-        failures++;
+        check_failures++;
       }
       if (nf < 64) {
         snprintf(families[nf], sizeof families[nf], "%s", name);
@@ -160,7 +152,7 @@ static void check_structure(const char *text) {
     }
     if (!ok) {
       fprintf(stderr, "sample %s outside its family (current %s)\n", name, current);
-      failures++;
+      check_failures++;
     }
   }
 
@@ -200,13 +192,13 @@ static void check_structure(const char *text) {
         found = 1;
         if (strcmp(types[i], want[w].type) != 0) {
           fprintf(stderr, "%s has TYPE %s, want %s\n", want[w].name, types[i], want[w].type);
-          failures++;
+          check_failures++;
         }
       }
     }
     if (!found) {
       fprintf(stderr, "family %s missing\n", want[w].name);
-      failures++;
+      check_failures++;
     }
   }
   CHECK(nf == (int)(sizeof want / sizeof want[0]));
@@ -224,7 +216,7 @@ static void check_promtool(const char *text, size_t len) {
   const int st = pclose(p);
   if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
     fprintf(stderr, "promtool check metrics failed (status %d) on:\n%s", st, text);
-    failures++;
+    check_failures++;
   } else {
     printf("promtool check metrics: ok\n");
   }
@@ -395,8 +387,8 @@ int main(void) {
   test_init();
   test_render();
   test_render_empty();
-  if (failures != 0) {
-    fprintf(stderr, "metrics_test: %d failure(s)\n", failures);
+  if (check_failures != 0) {
+    fprintf(stderr, "metrics_test: %d failure(s)\n", check_failures);
     return 1;
   }
   printf("metrics_test: ok\n");
