@@ -5,8 +5,9 @@ connect again. Pinning a CUDA arena takes ~100 ms on the H200 (cudaHostRegister 
 pinned on its loop would hold every connected client up for that long per connect.
 
 Fails if, during the churn, any connected client's p99 round trip passes 3x its own p99
-before the churn (plus 5 ms of scheduling slack for a loaded 2-CPU machine), or if a
-HELLO takes 100 ms or more. Also: the arena budget (--shm-arenas-bytes) refuses a HELLO
+before the churn plus 40 ms (the churning clients themselves take CPU from a loaded 2-CPU
+machine: p99s of 10 ms were seen there; a pin on the loop stalls for 300 ms a connect),
+or if a HELLO takes 100 ms or more. Also: the arena budget (--shm-arenas-bytes) refuses a HELLO
 past it, with a message that names the option."""
 
 import json
@@ -28,7 +29,7 @@ PIN_DELAY_US = 300000
 WORKERS = 16
 CHURNERS = 16
 RATIO = 3.0
-SLACK_MS = 5.0
+SLACK_MS = 40.0
 HELLO_MAX_MS = 100.0
 
 
