@@ -47,6 +47,11 @@ void gemmd_log(gemmd_log_level_t level, const char *msg, const char *kv_fmt, ...
     if (m > 0) n += m;
   }
   if ((size_t)n >= sizeof line - 1) n = (int)sizeof line - 2;
+  /* Values come from clients (weight names, messages): a control character in one could
+   * start a forged line or hide text, so every one becomes '?'. */
+  for (int i = 0; i < n; i++) {
+    if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f) line[i] = '?';
+  }
   line[n++] = '\n';
   /* One write(2) per line keeps lines whole across threads. */
   ssize_t off = 0;

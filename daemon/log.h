@@ -3,7 +3,8 @@
  *   ts=2026-11-30T14:00:00.123Z level=info msg="listening" grpc=0.0.0.0:50051
  *
  * gemmd_log(level, msg, fmt, ...) takes the key=value part as a printf format; values
- * with spaces should be quoted by the caller ("reason=\"%s\""). */
+ * with spaces should be quoted by the caller ("reason=\"%s\""). Control characters in the
+ * line (a newline in a client's weight name) are written as '?', so a line is one line. */
 #ifndef GEMMD_DAEMON_LOG_H_
 #define GEMMD_DAEMON_LOG_H_
 

@@ -379,10 +379,24 @@ static int take_register(shm_client_t *c, const gemmd_shm_sqe_t *e, shm_op_t *op
 }
 
 /* One entry, copied out of the ring. Answers it now (refused) or hands it on. */
+/* Whether an entry's reserved bytes are all 0 (version 1 gives them no meaning yet; a
+ * later version may, and must not be mistaken for this one). */
+static int reserved_clear(const gemmd_shm_sqe_t *e) {
+  if (e->reserved0 != 0) return 0;
+  for (size_t i = 0; i < sizeof e->reserved1; i++) {
+    if (e->reserved1[i] != 0) return 0;
+  }
+  return 1;
+}
+
 static void take_entry(shm_client_t *c, const gemmd_shm_sqe_t *e) {
   gemmd_server_t *srv = c->ss->srv;
   const uint64_t accepted = gemmd_now_ns();
   char msg[512];
+  if (!reserved_clear(e)) {
+    publish_error(c, e, GEMMD_CODE_INVALID_ARGUMENT, "entry reserved bytes must be 0", accepted);
+    return;
+  }
   shm_op_t *op = calloc(1, sizeof *op);
   if (op == NULL) {
     publish_error(c, e, GEMMD_CODE_RESOURCE_EXHAUSTED, "out of memory", accepted);
@@ -701,8 +715,14 @@ static int make_arena(shm_client_t *c, uint64_t bytes, uint32_t entries, int *me
 static void handshake(shm_client_t *c) {
   gemmd_shm_server_t *ss = c->ss;
   const gemmd_config_t *cfg = ss->srv->cfg;
+  /* Room for more than a HELLO, so that a longer message is seen as such, not cut. */
+  union {
+    gemmd_shm_hello_t hello;
+    uint8_t bytes[2 * sizeof(gemmd_shm_hello_t)];
+  } in;
   gemmd_shm_hello_t hello;
-  const ssize_t got = recv(c->sock, &hello, sizeof hello, MSG_DONTWAIT);
+  const ssize_t got = recv(c->sock, &in, sizeof in, MSG_DONTWAIT);
+  hello = in.hello;
   if (got < 0 && (errno == EAGAIN || errno == EINTR)) return;
   if (got <= 0) {
     close_client(c, "closed before HELLO");
@@ -716,6 +736,12 @@ static void handshake(shm_client_t *c) {
   if (hello.version != GEMMD_SHM_VERSION) {
     snprintf(msg, sizeof msg, "protocol version %u is not served; this gemmd speaks version %u",
              hello.version, GEMMD_SHM_VERSION);
+    refuse(c, GEMMD_CODE_INVALID_ARGUMENT, msg);
+    return;
+  }
+  if (hello.flags != 0 || hello.reserved != 0) {
+    snprintf(msg, sizeof msg, "HELLO flags (%u) and reserved (%u) must be 0 in version %u",
+             hello.flags, hello.reserved, GEMMD_SHM_VERSION);
     refuse(c, GEMMD_CODE_INVALID_ARGUMENT, msg);
     return;
   }

@@ -1,7 +1,9 @@
-"""No local user can lock the shared-memory socket: connections that never send HELLO are
-bounded in number (--shm-max-handshakes, and per uid --shm-max-handshakes-per-uid: past
-them a connection is turned away at once) and in time (--shm-hello-timeout-ms), and when
-accept() runs out of fds the listener rests instead of spinning the loop."""
+"""Hostile local clients. No local user can lock the shared-memory socket: connections that
+never send HELLO are bounded in number (--shm-max-handshakes, and per uid
+--shm-max-handshakes-per-uid: past them a connection is turned away at once) and in time
+(--shm-hello-timeout-ms), and when accept() runs out of fds the listener rests instead of
+spinning the loop. Reserved fields are parsed strictly (HELLO flags and reserved words, its
+exact size, an entry's reserved bytes), and a weight name cannot forge a log line."""
 
 import os
 import resource
@@ -121,6 +123,61 @@ class Lockout(unittest.TestCase):
                     time.sleep(0.1)
         finally:
             self.assertEqual(d.stop(), 0)
+
+
+class StrictParsing(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = H.Gemmd()
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.d.stop() == 0
+
+    def hello_answer(self, raw):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.connect(self.d.shm_socket)
+        s.settimeout(5)
+        s.send(raw)
+        msg = s.recv(S.WELCOME.size)
+        s.close()
+        _magic, _version, status, _size, _cid, _mi, text = S.WELCOME.unpack(msg)
+        return status, text.split(b"\0", 1)[0].decode()
+
+    def test_hello_reserved_fields_and_size(self):
+        good = S.HELLO.pack(S.MAGIC, S.VERSION, 0, 1 << 20, 0, 0)
+        for raw, what in ((S.HELLO.pack(S.MAGIC, S.VERSION, 1, 1 << 20, 0, 0), "flags"),
+                          (S.HELLO.pack(S.MAGIC, S.VERSION, 0, 1 << 20, 0, 7), "reserved"),
+                          (good + bytes(8), "a 40-byte HELLO")):
+            status, text = self.hello_answer(raw)
+            self.assertEqual(status, 3, "%s: %s" % (what, text))
+        S.Client(self.d.shm_socket, arena_bytes=1 << 20).close()  # and a right one still works
+
+    def test_entry_reserved_bytes(self):
+        with S.Client(self.d.shm_socket, arena_bytes=1 << 20) as c:
+            a, d = c.alloc(16), c.alloc(64)
+            rid, raw = c.gemm_entry(1, 16, (a, S.DTYPE_E4M3, S.LAYOUT_NONE, 0), d, 64, n=1,
+                                    b=(a, S.DTYPE_E4M3, S.LAYOUT_NONE, 0))
+            bad = bytearray(raw)
+            bad[7] = 1  # reserved0
+            c.submit(bytes(bad))
+            r = c.wait(rid)
+            self.assertEqual(r.status, 3, r.message)
+            self.assertIn("reserved", r.message)
+            rid2, raw2 = c.gemm_entry(1, 16, (a, S.DTYPE_E4M3, S.LAYOUT_NONE, 0), d, 64, n=1,
+                                      b=(a, S.DTYPE_E4M3, S.LAYOUT_NONE, 0))
+            bad = bytearray(raw2)
+            bad[100] = 9  # inside reserved1
+            c.submit(bytes(bad))
+            self.assertEqual(c.wait(rid2).status, 3)
+
+    def test_weight_name_cannot_forge_a_log_line(self):
+        forged = 'ts=2026-01-01T00:00:00.000Z level=error msg="forged"'
+        with S.Client(self.d.shm_socket, arena_bytes=1 << 20) as c:
+            c.register_weight("evil\n" + forged, 1, 16, bytes(16), S.DTYPE_E4M3)
+        lines = self.d.log_text().splitlines()
+        self.assertFalse([l for l in lines if l.startswith(forged)], "a weight name forged a log line")
+        self.assertTrue(any("evil?ts=" in l for l in lines), "the name's line is not in the log")
 
 
 if __name__ == "__main__":
