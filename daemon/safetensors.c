@@ -67,9 +67,14 @@ static int read_tensor(const char *name, const gemmd_json_t *v, uint64_t data_le
   return t->begin <= t->end && t->end <= data_len ? 0 : -1;
 }
 
+/* Elements of t; UINT64_MAX when the product does not fit (no file holds that many). */
 static uint64_t elements(const tensor_t *t) {
   uint64_t n = 1;
-  for (int i = 0; i < t->rank; i++) n *= (uint64_t)t->shape[i];
+  for (int i = 0; i < t->rank; i++) {
+    const uint64_t d = (uint64_t)t->shape[i];
+    if (d != 0 && n > UINT64_MAX / d) return UINT64_MAX;
+    n *= d;
+  }
   return n;
 }
 
@@ -94,7 +99,8 @@ static int find_scales(const tensor_t *ts, size_t n, const tensor_t *w, const te
     if (s == NULL) continue;
     const uint64_t rows = (uint64_t)w->shape[0], cols = (uint64_t)w->shape[1];
     const uint64_t count = elements(s);
-    if (strcmp(s->dtype, "F32") != 0 || s->end - s->begin != 4 * count) return -1;
+    const uint64_t bytes = s->end - s->begin;
+    if (strcmp(s->dtype, "F32") != 0 || bytes % 4 != 0 || bytes / 4 != count) return -1;
     if (s->rank <= 1 && count == 1 && rows != 1) {
       *layout = GEMMD_SCALE_TENSOR;
     } else if ((s->rank == 1 || (s->rank == 2 && s->shape[1] == 1)) && count == rows) {
@@ -165,6 +171,11 @@ int gemmd_safetensors_load(const char *path, void (*fn)(void *ctx, gemmd_weight_
   const uint8_t *data = (const uint8_t *)addr + 8 + header_len;
   const uint64_t data_len = (uint64_t)st.st_size - 8 - header_len;
   ts = calloc(root->n + 1, sizeof *ts);
+  if (ts == NULL) {
+    snprintf(err, errlen, "out of memory");
+    rc = GEMMD_ENOMEM;
+    goto out;
+  }
   size_t nt = 0;
   for (size_t i = 0; i < root->n; i++) {
     if (strcmp(root->keys[i], "__metadata__") == 0) continue;

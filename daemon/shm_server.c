@@ -1022,8 +1022,13 @@ int gemmd_shm_start(gemmd_server_t *srv, gemmd_shm_server_t **out, char *err, si
     if (errno == ECONNREFUSED) unlink(cfg->shm_socket);
     close(probe);
   }
-  if (ss->listen_fd < 0 || bind(ss->listen_fd, (struct sockaddr *)&addr, sizeof addr) != 0 ||
-      chmod(cfg->shm_socket, 0666) != 0 || listen(ss->listen_fd, 64) != 0) {
+  /* The socket file is made rw for everyone by bind itself (the umask it runs under), not
+   * chmod'ed by path afterwards, which another process could have swapped meanwhile;
+   * SO_PEERCRED and the allow-lists decide who may use it. */
+  const mode_t old_umask = umask(0111);
+  const int bound = ss->listen_fd >= 0 ? bind(ss->listen_fd, (struct sockaddr *)&addr, sizeof addr) : -1;
+  umask(old_umask);
+  if (ss->listen_fd < 0 || bound != 0 || listen(ss->listen_fd, 64) != 0) {
     snprintf(err, errlen, "cannot listen on %s: %s (use --shm-socket PATH, or --shm-socket '' "
              "for no shared memory)", cfg->shm_socket, strerror(errno));
     if (ss->listen_fd >= 0) close(ss->listen_fd);

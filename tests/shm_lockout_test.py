@@ -171,6 +171,10 @@ class StrictParsing(unittest.TestCase):
             c.submit(bytes(bad))
             self.assertEqual(c.wait(rid2).status, 3)
 
+    def test_socket_file_is_made_writable_by_bind(self):
+        # bind under a umask, not a chmod by path afterwards; who may use it is SO_PEERCRED's
+        self.assertEqual(os.stat(self.d.shm_socket).st_mode & 0o777, 0o666)
+
     def test_weight_name_cannot_forge_a_log_line(self):
         forged = 'ts=2026-01-01T00:00:00.000Z level=error msg="forged"'
         with S.Client(self.d.shm_socket, arena_bytes=1 << 20) as c:
