@@ -92,6 +92,7 @@ struct shm_client_s {
   uint32_t inflight, max_inflight;
   int refs; /* the connection's own + one per operation in flight */
   int draining_ring;
+  int registering; /* a REGISTER_WEIGHT is on the pool: the next one waits in the ring */
 };
 
 /* One entry taken from a client's ring and not yet answered. */
@@ -101,7 +102,6 @@ typedef struct {
   uint32_t opcode;
   uint64_t request_id;
   uint64_t accepted_ns;
-  uint8_t *weight_copy; /* REGISTER_WEIGHT of FP8: the bytes copied out of the arena */
   int wake_pending;     /* answered early to a sleeping client, not yet woken */
 } shm_op_t;
 
@@ -178,7 +178,6 @@ static void publish_error(shm_client_t *c, const gemmd_shm_sqe_t *e, int code, c
 static void op_done(shm_op_t *op) {
   shm_client_t *c = op->c;
   gemmd_request_release(&op->req);
-  free(op->weight_copy);
   free(op);
   c->inflight--;
   if (c->state == ACTIVE) drain_ring(c); /* entries held back by the in-flight limit */
@@ -337,8 +336,21 @@ static int take_gemm(shm_client_t *c, const gemmd_shm_sqe_t *e, shm_op_t *op, ch
   return GEMMD_CODE_OK;
 }
 
-static int take_register(shm_client_t *c, const gemmd_shm_sqe_t *e, shm_op_t *op,
-                         gemmd_weight_t **out, char *msg, size_t n) {
+/* A REGISTER_WEIGHT taken from the ring: checked on the loop, its bytes copied (FP8) or
+ * quantized (other dtypes) on the uv pool, since both take time in proportion to the weight
+ * (a 1 GiB BF16 weight held the loop for seconds). The op holds the client, and with it
+ * the arena, until the registration is answered. */
+typedef struct {
+  uv_work_t work;
+  shm_op_t *op;
+  gemmd_operand_t src; /* validated, in the arena */
+  char name[256];
+  gemmd_weight_t *w; /* made on the pool */
+  int code;
+  char msg[256];
+} reg_job_t;
+
+static int take_register(shm_client_t *c, const gemmd_shm_sqe_t *e, reg_job_t **out, char *msg, size_t n) {
   gemmd_operand_t w;
   int code = operand_in_arena(c, "weight", GEMMD_OPERAND_B, e->m, e->k, e->a_dtype, e->a_layout,
                               e->a_offset, e->a_scales_offset, &w, msg, n);
@@ -347,35 +359,72 @@ static int take_register(shm_client_t *c, const gemmd_shm_sqe_t *e, shm_op_t *op
     snprintf(msg, n, "the weight name must be 1 to 255 bytes inside the data region");
     return GEMMD_CODE_INVALID_ARGUMENT;
   }
-  /* A registered weight outlives the client: FP8 bytes are copied out of the arena;
-   * other dtypes are quantized into memory of gemmd's own. */
-  const size_t esz = gemmd_dtype_size(w.dtype);
-  const size_t data_bytes = (size_t)w.rows * w.cols * esz;
-  const size_t ns = gemmd_scale_count(w.scale_layout, w.rows, w.cols);
-  if (gemmd_dtype_is_fp8(w.dtype)) {
-    op->weight_copy = malloc(data_bytes + sizeof(float) * ns + 1);
-    if (op->weight_copy == NULL) {
-      snprintf(msg, n, "out of memory for a %zu-byte weight", data_bytes);
-      return GEMMD_CODE_RESOURCE_EXHAUSTED;
-    }
-    memcpy(op->weight_copy, w.data, data_bytes);
-    if (ns) memcpy(op->weight_copy + data_bytes, w.scales, sizeof(float) * ns);
-    w.data = op->weight_copy;
-    w.scales = ns ? (const float *)(const void *)(op->weight_copy + data_bytes) : NULL;
-  }
-  int rc = gemmd_weight_from_operand(&w, op->weight_copy, op->weight_copy ? free : NULL, out);
-  op->weight_copy = NULL; /* the weight owns it now, or it was freed */
-  if (rc != GEMMD_OK) {
-    snprintf(msg, n, "cannot prepare the weight: %s", gemmd_strerror(rc));
-    return GEMMD_CODE_RESOURCE_EXHAUSTED;
-  }
-  (*out)->name = strndup((const char *)c->arena + e->d_offset, e->d_capacity);
-  if ((*out)->name == NULL || strlen((*out)->name) == 0) {
-    gemmd_weight_free(*out);
+  const char *name = (const char *)c->arena + e->d_offset;
+  if (strnlen(name, e->d_capacity) != e->d_capacity) {
     snprintf(msg, n, "the weight name must be 1 to 255 bytes with no NUL");
     return GEMMD_CODE_INVALID_ARGUMENT;
   }
+  /* Before any copy: a weight that cannot fit the budget's free bytes is refused now. */
+  const gemmd_weights_t *ws = &c->ss->srv->weights;
+  const uint64_t stored = (uint64_t)w.rows * w.cols, free_bytes = ws->budget > ws->bytes ? ws->budget - ws->bytes : 0;
+  if (stored > free_bytes) {
+    snprintf(msg, n, "a %u x %u weight needs %" PRIu64 " bytes; %" PRIu64 " of the budget are free "
+             "(--weight-memory-bytes)", w.rows, w.cols, stored, free_bytes);
+    return GEMMD_CODE_RESOURCE_EXHAUSTED;
+  }
+  reg_job_t *j = calloc(1, sizeof *j);
+  if (j == NULL) {
+    snprintf(msg, n, "out of memory");
+    return GEMMD_CODE_RESOURCE_EXHAUSTED;
+  }
+  j->src = w;
+  memcpy(j->name, name, e->d_capacity);
+  j->name[e->d_capacity] = '\0';
+  *out = j;
   return GEMMD_CODE_OK;
+}
+
+/* Pool thread: the weight's own bytes (a registered weight outlives the client). */
+static void reg_work(uv_work_t *req) {
+  reg_job_t *j = req->data;
+  gemmd_operand_t w = j->src;
+  uint8_t *copy = NULL;
+  if (gemmd_dtype_is_fp8(w.dtype)) {
+    const size_t data_bytes = (size_t)w.rows * w.cols;
+    const size_t ns = gemmd_scale_count(w.scale_layout, w.rows, w.cols);
+    copy = malloc(data_bytes + sizeof(float) * ns + 1);
+    if (copy == NULL) {
+      j->code = GEMMD_CODE_RESOURCE_EXHAUSTED;
+      snprintf(j->msg, sizeof j->msg, "out of memory for a %zu-byte weight", data_bytes);
+      return;
+    }
+    memcpy(copy, w.data, data_bytes);
+    if (ns) memcpy(copy + data_bytes, w.scales, sizeof(float) * ns);
+    w.data = copy;
+    w.scales = ns ? (const float *)(const void *)(copy + data_bytes) : NULL;
+  }
+  const int rc = gemmd_weight_from_operand(&w, copy, copy ? free : NULL, &j->w); /* owns copy */
+  if (rc == GEMMD_OK && (j->w->name = strdup(j->name)) == NULL) {
+    gemmd_weight_free(j->w);
+    j->w = NULL;
+  }
+  if (j->w == NULL) {
+    j->code = GEMMD_CODE_RESOURCE_EXHAUSTED;
+    snprintf(j->msg, sizeof j->msg, "cannot prepare the weight: %s", gemmd_strerror(rc != GEMMD_OK ? rc : GEMMD_ENOMEM));
+  }
+}
+
+static void reg_done(uv_work_t *req, int status) {
+  reg_job_t *j = req->data;
+  shm_op_t *op = j->op;
+  shm_client_t *c = op->c;
+  c->registering = 0;
+  if (j->w == NULL) {
+    weight_op_done(op, j->code ? j->code : GEMMD_CODE_INTERNAL, j->msg, NULL);
+  } else {
+    gemmd_server_register_weight(c->ss->srv, j->w, weight_op_done, op);
+  }
+  free(j);
 }
 
 /* One entry, copied out of the ring. Answers it now (refused) or hands it on. */
@@ -408,13 +457,13 @@ static void take_entry(shm_client_t *c, const gemmd_shm_sqe_t *e) {
   op->request_id = e->request_id;
   op->accepted_ns = accepted;
   int code;
-  gemmd_weight_t *w = NULL;
+  reg_job_t *reg = NULL;
   switch (e->opcode) {
     case GEMMD_SHM_OP_GEMM:
       code = take_gemm(c, e, op, msg, sizeof msg);
       break;
     case GEMMD_SHM_OP_REGISTER_WEIGHT:
-      code = take_register(c, e, op, &w, msg, sizeof msg);
+      code = take_register(c, e, &reg, msg, sizeof msg);
       break;
     case GEMMD_SHM_OP_UNREGISTER_WEIGHT:
       code = e->weight_id != 0 ? GEMMD_CODE_OK : GEMMD_CODE_INVALID_ARGUMENT;
@@ -458,8 +507,7 @@ static void take_entry(shm_client_t *c, const gemmd_shm_sqe_t *e) {
   if (code != GEMMD_CODE_OK) {
     publish_error(c, e, code, msg, accepted);
     gemmd_request_release(&op->req);
-    free(op->weight_copy);
-    free(op);
+      free(op);
     return;
   }
   c->inflight++;
@@ -469,7 +517,10 @@ static void take_entry(shm_client_t *c, const gemmd_shm_sqe_t *e) {
       gemmd_server_submit(srv, &op->req);
       break;
     case GEMMD_SHM_OP_REGISTER_WEIGHT:
-      gemmd_server_register_weight(srv, w, weight_op_done, op);
+      reg->op = op;
+      reg->work.data = reg;
+      c->registering = 1;
+      uv_queue_work(&srv->loop, &reg->work, reg_work, reg_done);
       break;
     default:
       gemmd_server_unregister_weight(srv, e->weight_id, NULL, weight_op_done, op);
@@ -503,6 +554,7 @@ static void drain_ring(shm_client_t *c) {
     gemmd_shm_sqe_t e;
     memcpy(&e, c->arena + c->sq_offset + (size_t)(c->sq_head & (c->entries - 1)) * GEMMD_SHM_ENTRY_BYTES,
            sizeof e);
+    if (e.opcode == GEMMD_SHM_OP_REGISTER_WEIGHT && c->registering) break; /* one at a time */
     c->sq_head++;
     store_release(&c->hdr->sq_head, c->sq_head);
     take_entry(c, &e);

@@ -125,6 +125,39 @@ class Lockout(unittest.TestCase):
             self.assertEqual(d.stop(), 0)
 
 
+class HeavyRegistration(unittest.TestCase):
+    def test_registration_runs_off_the_loop(self):
+        """A 8192x8192 BF16 weight registered over shm (128 MB to copy and quantize) while
+        /healthz is polled: no poll waits 250 ms or more."""
+        import threading
+        import urllib.request
+
+        n = k = 8192
+        with H.Gemmd() as d:
+            data = bytes(range(256)) * (n * k * 2 // 256)
+            waits, stop = [], threading.Event()
+
+            def poll():
+                while not stop.is_set():
+                    t = time.monotonic()
+                    urllib.request.urlopen("http://127.0.0.1:%d/healthz" % d.metrics_port, timeout=30).read()
+                    waits.append(time.monotonic() - t)
+                    time.sleep(0.01)
+            with S.Client(d.shm_socket, arena_bytes=(n * k * 2 + (8 << 20)) // 4096 * 4096) as c:
+                th = threading.Thread(target=poll)
+                th.start()
+                time.sleep(0.2)
+                t = time.monotonic()
+                c.register_weight("big", n, k, data, S.DTYPE_BF16)
+                took = time.monotonic() - t
+                time.sleep(0.1)
+                stop.set()
+                th.join()
+            self.assertGreater(took, 0.25, "the registration was too quick to show anything (%.2f s)" % took)
+            self.assertLess(max(waits), 0.25, "/healthz waited %.2f s during a %.2f s registration"
+                            % (max(waits), took))
+
+
 class StrictParsing(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
