@@ -36,6 +36,10 @@ static const opt_t options[] = {
         "gRPC address HOST:PORT (port 0 picks a free one; the log line 'listening' says which)"),
     STR(metrics_listen, "metrics-listen", "127.0.0.1:9464",
         "HTTP address for /metrics, /healthz, /readyz, /stats (port 0 picks a free one)"),
+    INT(http_max_connections, "http-max-connections", "256", 1, 65536,
+        "HTTP connections (/metrics, /healthz, ...) at once; more are closed as they come"),
+    INT(http_head_timeout_ms, "http-head-timeout-ms", "10000", 100, 600000,
+        "an HTTP connection must have sent its whole request head this long after connecting"),
     INT(loop_spin_us, "loop-spin-us", "200", 0, 100000,
         "the event loop keeps polling this many us after work handed to it before it sleeps: "
         "a busy core while requests come, for a tiny gRPC GEMM's p50 15-35% lower "

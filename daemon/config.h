@@ -19,6 +19,8 @@ typedef struct gemmd_config_s {
   char metrics_listen[256];
   int64_t grpc_threads;
   int64_t loop_spin_us;
+  int64_t http_max_connections;
+  int64_t http_head_timeout_ms;
   char grpc_poller[8]; /* auto | poll | epoll1 */
   uint64_t max_message_bytes;
   char tls_cert[1024];

@@ -10,7 +10,8 @@
 
 #define HTTP_MAX_HEAD 16384      /* request heads longer than this get 431 */
 #define HTTP_FIRST_BUF 1024      /* initial read buffer; doubles up to HTTP_MAX_HEAD */
-#define HTTP_IDLE_MS 10000       /* a connection that sends nothing for this long is closed */
+#define HTTP_IDLE_MS 10000       /* default: a request head must be in this long after connecting */
+#define HTTP_MAX_CONNS 256       /* default: connections at once; more are closed on accept */
 #define HTTP_LINGER_MS 2000      /* after the response: how long to drain before closing */
 #define HTTP_BACKLOG 128
 
@@ -46,6 +47,8 @@ struct gemmd_http_s {
   gemmd_http_handler_fn handler;
   void *ctx;
   conn_t *conns;          /* every connection not yet freed */
+  unsigned n_conns, max_conns;
+  uint64_t head_timeout_ms;
   int stopping;
   int server_closed;      /* the listener's close callback has run */
 };
@@ -66,6 +69,7 @@ static void conn_on_handle_closed(uv_handle_t *h) {
     http->conns = c->next;
   }
   if (c->next != NULL) c->next->prev = c->prev;
+  http->n_conns--;
   free(c->buf);
   free(c->out_head);
   free(c->out_body);
@@ -295,7 +299,8 @@ static void conn_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *unused) 
   }
   if (c->state != CONN_READING) return; /* discarded */
 
-  uv_timer_start(&c->timer, conn_on_timeout, HTTP_IDLE_MS, 0);
+  /* No timer restart here: the whole head must arrive within head_timeout_ms of the
+   * connect, however slowly its bytes trickle in. */
   /* Search for the end of the head in the new bytes and the three before them. */
   const size_t from = c->len >= 3 ? c->len - 3 : 0;
   c->len += (size_t)nread;
@@ -309,9 +314,22 @@ static void conn_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *unused) 
     conn_respond_text(c, 431, NULL, "request header fields too large\n", 0);
 }
 
+static void on_refused_closed(uv_handle_t *h) { free(h); }
+
 static void http_on_connection(uv_stream_t *server, int status) {
   gemmd_http_t *http = server->data;
   if (status < 0 || http->stopping) return;
+  if (http->n_conns >= http->max_conns) { /* accepted and closed: a backlog would hold it */
+    uv_tcp_t *t = malloc(sizeof *t);
+    if (t == NULL || uv_tcp_init(http->loop, t) != 0) {
+      free(t);
+      return;
+    }
+    if (uv_accept(server, (uv_stream_t *)t) != 0) { /* nothing to close but the handle */
+    }
+    uv_close((uv_handle_t *)t, on_refused_closed);
+    return;
+  }
   conn_t *c = calloc(1, sizeof *c);
   if (c == NULL) return; /* the pending connection stays in the backlog */
   c->http = http;
@@ -331,6 +349,7 @@ static void http_on_connection(uv_stream_t *server, int status) {
     return;
   }
   c->open_handles = 1;
+  http->n_conns++;
   c->next = http->conns;
   if (http->conns != NULL) http->conns->prev = c;
   http->conns = c;
@@ -349,7 +368,12 @@ static void http_on_connection(uv_stream_t *server, int status) {
     conn_close(c);
     return;
   }
-  uv_timer_start(&c->timer, conn_on_timeout, HTTP_IDLE_MS, 0);
+  uv_timer_start(&c->timer, conn_on_timeout, http->head_timeout_ms, 0);
+}
+
+void gemmd_http_set_limits(gemmd_http_t *http, unsigned max_conns, uint64_t head_timeout_ms) {
+  http->max_conns = max_conns;
+  http->head_timeout_ms = head_timeout_ms;
 }
 
 /* ---- Lifecycle ----------------------------------------------------------------------- */
@@ -426,6 +450,8 @@ int gemmd_http_start(uv_loop_t *loop, const char *listen, gemmd_http_handler_fn 
   }
   http->loop = loop;
   http->handler = handler;
+  http->max_conns = HTTP_MAX_CONNS;
+  http->head_timeout_ms = HTTP_IDLE_MS;
   http->ctx = ctx;
   http->server.data = http;
   int rc = uv_tcp_init(loop, &http->server);

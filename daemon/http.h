@@ -7,6 +7,7 @@
 #define GEMMD_DAEMON_HTTP_H_
 
 #include <stddef.h>
+#include <stdint.h>
 #include <uv.h>
 
 typedef struct gemmd_http_s gemmd_http_t;
@@ -26,6 +27,11 @@ typedef void (*gemmd_http_handler_fn)(void *ctx, const char *path, gemmd_http_re
  * server and *port the bound port. Returns 0 or GEMMD_EINVAL / GEMMD_EIO with err set. */
 int gemmd_http_start(uv_loop_t *loop, const char *listen, gemmd_http_handler_fn handler,
                      void *ctx, gemmd_http_t **out, int *port, char *err, size_t errlen);
+
+/* Bounds: connections at once (more are accepted and closed at once), and how long a
+ * connection may take to send its whole request head (its bytes may not trickle in for
+ * ever). Defaults 256 and 10 s. */
+void gemmd_http_set_limits(gemmd_http_t *http, unsigned max_conns, uint64_t head_timeout_ms);
 
 /* Stops listening, closes every connection, and frees the server once libuv is done
  * with its handles (the loop must run on for that). */

@@ -953,6 +953,7 @@ int gemmd_server_run(const gemmd_config_t *cfg) {
     srv->exit_code = 1;
     goto fail;
   }
+  gemmd_http_set_limits(srv->http, (unsigned)cfg->http_max_connections, (uint64_t)cfg->http_head_timeout_ms);
   if (gemmd_rpc_start(srv, &srv->rpc, &srv->grpc_port, err, sizeof err) != GEMMD_OK) {
     gemmd_log(GEMMD_LOG_ERROR, "gRPC listener failed", "address=\"%s\" reason=\"%s\"",
               cfg->grpc_listen, err);

@@ -20,7 +20,9 @@ class Drain(unittest.TestCase):
     def test_sigterm_under_load(self):
         pb, _, _, _ = H.stubs()
         rng = np.random.default_rng()
-        d = H.Gemmd()
+        # The long GEMM runs whole (--split-flops): split into pieces, the small requests
+        # would be served between them instead of waiting in the queue at the signal.
+        d = H.Gemmd("--split-flops", "1000000000000000")
         stub = d.stub()
         k = 4096
         w = H.make_matrix(pb, rng, 4096, k, H.DT_E4M3, H.SL_NONE)

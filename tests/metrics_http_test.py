@@ -134,5 +134,62 @@ class Endpoints(unittest.TestCase):
         d.stop()
 
 
+class HttpBounds(unittest.TestCase):
+    """A client that trickles its request head, or opens connections and says nothing,
+    holds nothing for long: the head must be in by --http-head-timeout-ms after connecting,
+    and past --http-max-connections a connection is closed as it comes."""
+
+    def test_trickled_head_is_cut_off(self):
+        import socket
+        with H.Gemmd("--http-head-timeout-ms", "1000") as d:
+            s = socket.create_connection(("127.0.0.1", d.metrics_port))
+            t0 = time.monotonic()
+            closed_after = None
+            for ch in b"GET /healthz HTTP/1.1\r\nX-Slow: " + b"a" * 40:
+                try:
+                    s.send(bytes([ch]))
+                except OSError:
+                    closed_after = time.monotonic() - t0
+                    break
+                s.settimeout(0.1)
+                try:
+                    if s.recv(1) == b"":
+                        closed_after = time.monotonic() - t0
+                        break
+                except socket.timeout:
+                    pass
+            s.close()
+            self.assertIsNotNone(closed_after, "a head trickled in over %.1f s was never cut off"
+                                 % (time.monotonic() - t0))
+            self.assertLess(closed_after, 3.0)
+            self.assertEqual(d.http("/healthz")[0], 200)
+
+    def test_connections_past_the_bound_are_closed(self):
+        import socket
+        with H.Gemmd("--http-max-connections", "8") as d:
+            held = [socket.create_connection(("127.0.0.1", d.metrics_port)) for _ in range(20)]
+            closed = 0
+            for s in held:
+                s.settimeout(1.0)
+                try:
+                    closed += s.recv(1) == b""
+                except socket.timeout:
+                    pass
+                except OSError:
+                    closed += 1
+            self.assertEqual(closed, 12, "%d of 20 idle connections were closed with a bound of 8" % closed)
+            for s in held:
+                s.close()
+            deadline = time.time() + 5
+            while True:  # gemmd sees the closes as they come; then it serves again
+                try:
+                    if d.http("/healthz")[0] == 200:
+                        break
+                except OSError:
+                    pass
+                self.assertLess(time.time(), deadline, "/healthz not served after the idle ones left")
+                time.sleep(0.05)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
