@@ -117,6 +117,8 @@ static const opt_t options[] = {
         "most rows (sum of M) in one batch; a larger single request runs alone"),
     INT(max_batch_groups, "max-batch-groups", "128", 1, 4096,
         "most GEMM groups (distinct weights) in one batch"),
+    INT(max_registrations, "max-registrations", "8", 1, 1024,
+        "RegisterWeight streams in progress at once; more get RESOURCE_EXHAUSTED (retry)"),
     INT(stream_window, "stream-window", "64", 1, 65536,
         "a GemmStream holds at most this many requests in gemmd or answered and unsent; past "
         "it gemmd stops reading the stream until its answers are sent (HTTP/2 flow control "

@@ -60,6 +60,7 @@ typedef struct gemmd_config_s {
   int64_t max_batch_delay_us;
   int64_t split_flops;
   int64_t stream_window;
+  int64_t max_registrations;
   uint64_t stream_queue_bytes;
   int64_t small_batches_per_piece;
   int64_t queue_depth;

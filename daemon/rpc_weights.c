@@ -38,20 +38,22 @@ typedef struct {
   rpc_tag_t on_recv;
   grpc_byte_buffer *recv_buf;
   int started, finished; /* header seen; status sent */
+  int counted;           /* holds one of --max-registrations */
   char name[256];
   uint32_t rows, cols;
   gemmd_dtype_t dtype;
   gemmd_scale_layout_t layout;
   uint8_t *data;
-  size_t data_len, data_want;
+  size_t data_len, data_want, data_cap;
   float *scales;
-  size_t n_scales, scales_want;
+  size_t n_scales, scales_want, scales_cap; /* scales_cap in bytes */
 } reg_call_t;
 
 size_t rpc_register_call_size(void) { return sizeof(reg_call_t); }
 
 static void reg_cleanup(rpc_call_t *c) {
   reg_call_t *r = (reg_call_t *)c;
+  if (r->counted) atomic_fetch_sub(&c->rpc->registrations, 1);
   free(r->data);
   free(r->scales);
   if (r->recv_buf) grpc_byte_buffer_destroy(r->recv_buf);
@@ -162,6 +164,14 @@ static int reg_start(reg_call_t *r, const Gemmd__V1__RegisterWeightRequest *m, c
              " (--weight-memory-bytes)", m->name, stored, rpc->srv->cfg->weight_memory_bytes);
     return GEMMD_CODE_RESOURCE_EXHAUSTED;
   }
+  const int64_t limit = rpc->srv->cfg->max_registrations;
+  if (atomic_fetch_add(&((gemmd_rpc_t *)rpc)->registrations, 1) >= limit) {
+    atomic_fetch_sub(&((gemmd_rpc_t *)rpc)->registrations, 1);
+    snprintf(msg, n, "%" PRId64 " weights are being registered already (--max-registrations); retry "
+             "when one is done", limit);
+    return GEMMD_CODE_RESOURCE_EXHAUSTED;
+  }
+  r->counted = 1;
   snprintf(r->name, sizeof r->name, "%s", m->name);
   r->rows = h->rows;
   r->cols = h->cols;
@@ -169,14 +179,22 @@ static int reg_start(reg_call_t *r, const Gemmd__V1__RegisterWeightRequest *m, c
   r->layout = (gemmd_scale_layout_t)h->scale_layout;
   r->data_want = want;
   r->scales_want = want_s;
-  r->data = malloc(want + 1);
-  r->scales = malloc(sizeof(float) * (want_s + 1));
-  if (r->data == NULL || r->scales == NULL) {
-    snprintf(msg, n, "out of memory for a %zu-byte weight", want);
-    return GEMMD_CODE_RESOURCE_EXHAUSTED;
-  }
   r->started = 1;
   return GEMMD_CODE_OK;
+}
+
+/* Grows *buf to hold `need` bytes (never past `want`): memory follows the data that came,
+ * not the size a header claims. 0, or -1 out of memory. */
+static int grow(void **buf, size_t *cap, size_t need, size_t want) {
+  if (need <= *cap) return 0;
+  size_t c = *cap ? *cap : 1 << 20;
+  while (c < need) c *= 2;
+  if (c > want) c = want;
+  void *p = realloc(*buf, c + 1);
+  if (p == NULL) return -1;
+  *buf = p;
+  *cap = c;
+  return 0;
 }
 
 /* Appends one message's data and scales. Returns a gRPC code. */
@@ -193,6 +211,12 @@ static int reg_append(reg_call_t *r, const Gemmd__V1__RegisterWeightRequest *m, 
     snprintf(msg, n, "weight.scales runs past the %zu values %s needs", r->scales_want,
              gemmd_scale_layout_name(r->layout));
     return GEMMD_CODE_INVALID_ARGUMENT;
+  }
+  if (grow((void **)&r->data, &r->data_cap, r->data_len + h->data.len, r->data_want) != 0 ||
+      grow((void **)&r->scales, &r->scales_cap, sizeof(float) * (r->n_scales + h->n_scales),
+           sizeof(float) * r->scales_want) != 0) {
+    snprintf(msg, n, "out of memory for a %zu-byte weight", r->data_want);
+    return GEMMD_CODE_RESOURCE_EXHAUSTED;
   }
   if (h->data.len) memcpy(r->data + r->data_len, h->data.data, h->data.len);
   r->data_len += h->data.len;

@@ -164,6 +164,36 @@ class StatusCodes(unittest.TestCase):
     # into pieces (--split-flops), small requests would be served between them.
     WHOLE = ("--split-flops", "1000000000000000")
 
+    def test_registration_streams_are_bounded(self):
+        """--max-registrations streams may be past their first message at once; one more is
+        RESOURCE_EXHAUSTED at once (and retrying after one is done works)."""
+        import threading
+
+        pb = self.pb
+        n = k = 1024
+        with H.Gemmd("--max-registrations", "2") as d:
+            stub = d.stub()
+            go = threading.Event()
+
+            def slow(name):
+                yield pb.RegisterWeightRequest(name=name, weight=pb.Matrix(rows=n, cols=k, dtype=pb.DTYPE_FP8_E4M3))
+                go.wait(30)
+                yield pb.RegisterWeightRequest(weight=pb.Matrix(data=bytes(n * k)))
+            held = [stub.RegisterWeight.future(slow("held-%d" % i)) for i in range(2)]
+            time.sleep(0.5)  # both first messages are in
+            with self.assertRaises(grpc.RpcError) as e:
+                stub.RegisterWeight(iter([pb.RegisterWeightRequest(
+                    name="third", weight=pb.Matrix(rows=n, cols=k, dtype=pb.DTYPE_FP8_E4M3, data=bytes(n * k)))]),
+                    timeout=10)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+            self.assertIn("--max-registrations", e.exception.details())
+            go.set()
+            for f in held:
+                self.assertEqual(f.result(timeout=30).n, n)
+            info = stub.RegisterWeight(iter([pb.RegisterWeightRequest(
+                name="third", weight=pb.Matrix(rows=n, cols=k, dtype=pb.DTYPE_FP8_E4M3, data=bytes(n * k)))]))
+            self.assertEqual(info.name, "third")
+
     def _occupy_engine(self, d, stub, seconds_hint=1.0):
         """Starts a long GEMM (about a second or more on the CPU backend); returns its future."""
         pb = self.pb
