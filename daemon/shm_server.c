@@ -103,7 +103,19 @@ typedef struct {
   uint64_t request_id;
   uint64_t accepted_ns;
   int wake_pending;     /* answered early to a sleeping client, not yet woken */
+  struct prep_job_s *prep; /* a GEMM whose operands are quantized on the pool first */
 } shm_op_t;
+
+/* A GEMM whose A (or inline B) gemmd quantizes itself: work in proportion to the operand,
+ * so on the uv pool, not in the ring drain; the request is submitted when it is done. */
+typedef struct prep_job_s {
+  uv_work_t work;
+  shm_op_t *op;
+  gemmd_operand_t a, b;
+  int inline_b;
+  int code;
+  char msg[128];
+} prep_job_t;
 
 static void client_unref(shm_client_t *c);
 static void drain_ring(shm_client_t *c);
@@ -313,14 +325,26 @@ static int take_gemm(shm_client_t *c, const gemmd_shm_sqe_t *e, shm_op_t *op, ch
              " (capacity given %" PRIu64 ")", d_bytes, e->d_offset, e->d_capacity);
     return GEMMD_CODE_INVALID_ARGUMENT;
   }
-  if (e->b_source == GEMMD_SHM_B_INLINE &&
-      gemmd_weight_from_operand(&b, NULL, NULL, &r->inline_b) != GEMMD_OK) {
-    snprintf(msg, n, "out of memory preparing b");
-    return GEMMD_CODE_RESOURCE_EXHAUSTED;
-  }
-  if (gemmd_request_prepare_a(r, &a, c->ss->srv->engine->quantizes_a) != GEMMD_OK) {
-    snprintf(msg, n, "out of memory preparing a");
-    return GEMMD_CODE_RESOURCE_EXHAUSTED;
+  const int quantizes_a = c->ss->srv->engine->quantizes_a;
+  const int inline_b = e->b_source == GEMMD_SHM_B_INLINE;
+  const int heavy = (!gemmd_dtype_is_fp8(a.dtype) && !(quantizes_a && a.scale_layout == GEMMD_SCALE_NONE)) ||
+                    (inline_b && !gemmd_dtype_is_fp8(b.dtype));
+  if (heavy) {
+    op->prep = calloc(1, sizeof *op->prep);
+    if (op->prep == NULL) {
+      snprintf(msg, n, "out of memory");
+      return GEMMD_CODE_RESOURCE_EXHAUSTED;
+    }
+    *op->prep = (prep_job_t){.op = op, .a = a, .b = b, .inline_b = inline_b};
+  } else {
+    if (inline_b && gemmd_weight_from_operand(&b, NULL, NULL, &r->inline_b) != GEMMD_OK) {
+      snprintf(msg, n, "out of memory preparing b");
+      return GEMMD_CODE_RESOURCE_EXHAUSTED;
+    }
+    if (gemmd_request_prepare_a(r, &a, quantizes_a) != GEMMD_OK) {
+      snprintf(msg, n, "out of memory preparing a");
+      return GEMMD_CODE_RESOURCE_EXHAUSTED;
+    }
   }
   r->request_id = e->request_id;
   r->transport = GEMMD_TRANSPORT_SHM;
@@ -427,6 +451,40 @@ static void reg_done(uv_work_t *req, int status) {
   free(j);
 }
 
+/* Pool thread: the quantization take_gemm left for later. */
+static void prep_work(uv_work_t *req) {
+  prep_job_t *j = req->data;
+  gemmd_request_t *r = &j->op->req;
+  const int quantizes_a = j->op->c->ss->srv->engine->quantizes_a;
+  if (j->inline_b && gemmd_weight_from_operand(&j->b, NULL, NULL, &r->inline_b) != GEMMD_OK) {
+    j->code = GEMMD_CODE_RESOURCE_EXHAUSTED;
+    snprintf(j->msg, sizeof j->msg, "out of memory preparing b");
+  } else if (gemmd_request_prepare_a(r, &j->a, quantizes_a) != GEMMD_OK) {
+    j->code = GEMMD_CODE_RESOURCE_EXHAUSTED;
+    snprintf(j->msg, sizeof j->msg, "out of memory preparing a");
+  }
+}
+
+/* Loop: the operands are ready (submit) or could not be made (answer the error). */
+static void prep_done(uv_work_t *req, int status) {
+  prep_job_t *j = req->data;
+  shm_op_t *op = j->op;
+  gemmd_request_t *r = &op->req;
+  op->prep = NULL;
+  const int code = j->code;
+  if (code == GEMMD_CODE_OK && status == 0) {
+    free(j);
+    gemmd_server_submit(op->c->ss->srv, r);
+    return;
+  }
+  r->status = code ? code : GEMMD_CODE_INTERNAL;
+  snprintf(r->message, sizeof r->message, "%s", code ? j->msg : "cancelled");
+  free(j);
+  r->done_ns = gemmd_now_ns();
+  gemmd_server_count_refused(op->c->ss->srv, GEMMD_TRANSPORT_SHM, r->status, r->accepted_ns);
+  gemm_respond(r);
+}
+
 /* One entry, copied out of the ring. Answers it now (refused) or hands it on. */
 /* Whether an entry's reserved bytes are all 0 (version 1 gives them no meaning yet; a
  * later version may, and must not be mistaken for this one). */
@@ -496,7 +554,7 @@ static void take_entry(shm_client_t *c, const gemmd_shm_sqe_t *e) {
       cqe.result = (uint64_t)iw->n | (uint64_t)iw->k << 32;
       cqe.batch_id = iw->id;
       publish(c, &cqe);
-      free(op);
+    free(op);
       return;
     }
     default:
@@ -507,14 +565,19 @@ static void take_entry(shm_client_t *c, const gemmd_shm_sqe_t *e) {
   if (code != GEMMD_CODE_OK) {
     publish_error(c, e, code, msg, accepted);
     gemmd_request_release(&op->req);
-      free(op);
+    free(op);
     return;
   }
   c->inflight++;
   c->refs++;
   switch (e->opcode) {
     case GEMMD_SHM_OP_GEMM:
-      gemmd_server_submit(srv, &op->req);
+      if (op->prep != NULL) {
+        op->prep->work.data = op->prep;
+        uv_queue_work(&srv->loop, &op->prep->work, prep_work, prep_done);
+      } else {
+        gemmd_server_submit(srv, &op->req);
+      }
       break;
     case GEMMD_SHM_OP_REGISTER_WEIGHT:
       reg->op = op;
