@@ -64,6 +64,8 @@ static const opt_t options[] = {
         "comma-separated uids allowed on the shm socket besides gemmd's own and root"),
     STR(shm_allow_gids, "shm-allow-gids", "", "comma-separated gids allowed on the shm socket"),
     INT(shm_max_clients, "shm-max-clients", "64", 1, 4096, "shared-memory clients at once"),
+    SIZE(shm_arenas_bytes_per_uid, "shm-arenas-bytes-per-uid", "0", 0, 1ll << 40,
+         "arena bytes the clients of one uid may hold together (0: only --shm-arenas-bytes)"),
     INT(shm_hello_timeout_ms, "shm-hello-timeout-ms", "2000", 10, 600000,
         "a shared-memory connection that has not sent HELLO this long after connecting is closed"),
     INT(shm_max_handshakes, "shm-max-handshakes", "64", 1, 65536,

@@ -827,6 +827,15 @@ static int make_arena(shm_client_t *c, uint64_t bytes, uint32_t entries, int *me
   return GEMMD_CODE_OK;
 }
 
+/* Arena bytes the clients of one uid hold. */
+static uint64_t arena_bytes_of(const gemmd_shm_server_t *ss, uid_t uid) {
+  uint64_t n = 0;
+  for (const shm_client_t *c = ss->clients; c != NULL; c = c->next) {
+    if (c->arena != NULL && c->peer.uid == uid) n += c->arena_bytes;
+  }
+  return n;
+}
+
 static void handshake(shm_client_t *c) {
   gemmd_shm_server_t *ss = c->ss;
   const gemmd_config_t *cfg = ss->srv->cfg;
@@ -897,6 +906,15 @@ static void handshake(shm_client_t *c) {
              "an arena of %" PRIu64 " bytes would pass --shm-arenas-bytes (%" PRIu64
              " bytes for all clients, %" PRIu64 " in use); ask for a smaller one or retry later",
              bytes, cfg->shm_arenas_bytes, ss->arena_bytes_total);
+    refuse(c, GEMMD_CODE_RESOURCE_EXHAUSTED, msg);
+    return;
+  }
+  const uint64_t of_uid = arena_bytes_of(ss, c->peer.uid);
+  if (cfg->shm_arenas_bytes_per_uid > 0 && of_uid + bytes > cfg->shm_arenas_bytes_per_uid) {
+    snprintf(msg, sizeof msg,
+             "an arena of %" PRIu64 " bytes would pass --shm-arenas-bytes-per-uid (%" PRIu64
+             " bytes; uid %u holds %" PRIu64 ")", bytes, cfg->shm_arenas_bytes_per_uid,
+             (unsigned)c->peer.uid, of_uid);
     refuse(c, GEMMD_CODE_RESOURCE_EXHAUSTED, msg);
     return;
   }

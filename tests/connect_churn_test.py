@@ -133,6 +133,37 @@ class ConnectChurn(unittest.TestCase):
                 c.close()
 
 
+    @unittest.skipIf(os.getuid() != 0, "needs root to connect as another uid")
+    def test_arena_budget_per_uid(self):
+        with H.Gemmd("--shm-arenas-bytes-per-uid", "2M", "--shm-allow-uids", "65534") as g:
+            kept = [S.Client(g.shm_socket, arena_bytes=1 << 20) for _ in range(2)]
+            with self.assertRaises(S.ShmError) as cm:
+                S.Client(g.shm_socket, arena_bytes=1 << 20)
+            self.assertEqual(cm.exception.code, 8)
+            self.assertIn("--shm-arenas-bytes-per-uid", cm.exception.message)
+            # Another uid still has its own 2 MB.
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os.close(r)
+                try:
+                    os.setgid(65534)
+                    os.setuid(65534)
+                    S.Client(g.shm_socket, arena_bytes=1 << 20).close()
+                    os.write(w, b"ok")
+                except Exception as e:  # noqa: BLE001 - reported to the parent
+                    os.write(w, str(e).encode())
+                finally:
+                    os._exit(0)
+            os.close(w)
+            os.waitpid(pid, 0)
+            answer = os.read(r, 500).decode()
+            os.close(r)
+            self.assertEqual(answer, "ok")
+            for c in kept:
+                c.close()
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "worker":
         worker(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6]))
