@@ -11,13 +11,21 @@
 
 void gemmd_request_init(gemmd_request_t *r) { memset(r, 0, sizeof *r); }
 
+/* A BF16/FP16/FP32 A that an engine quantizing on the device takes as sent. */
+static int keeps_raw(const gemmd_operand_t *a, int raw_ok) {
+  return raw_ok && !gemmd_dtype_is_fp8(a->dtype) && a->scale_layout == GEMMD_SCALE_NONE && a->ld == a->cols;
+}
+
+int gemmd_request_a_quantizes(const gemmd_operand_t *a, int raw_ok) {
+  return !gemmd_dtype_is_fp8(a->dtype) && !keeps_raw(a, raw_ok);
+}
+
 int gemmd_request_prepare_a(gemmd_request_t *r, const gemmd_operand_t *a, int raw_ok) {
   const uint32_t m = a->rows, k = a->cols, kb = (k + 127u) / 128u;
   const size_t ns = (size_t)gemmd_group_sa_count(m, k);
   r->m = m;
   r->k = k;
-  if (raw_ok && !gemmd_dtype_is_fp8(a->dtype) && a->scale_layout == GEMMD_SCALE_NONE &&
-      a->ld == a->cols) {
+  if (keeps_raw(a, raw_ok)) {
     r->a_raw = a->data;
     r->a_raw_dtype = a->dtype;
     r->a_dtype = GEMMD_DTYPE_FP8_E4M3;

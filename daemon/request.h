@@ -99,6 +99,10 @@ void gemmd_request_init(gemmd_request_t *r);
  * as sent in a_raw. Returns 0 or GEMMD_ENOMEM. */
 int gemmd_request_prepare_a(gemmd_request_t *r, const gemmd_operand_t *a, int raw_ok);
 
+/* Whether gemmd_request_prepare_a will quantize A on the calling thread: work in
+ * proportion to A, which a transport keeps off the loop. */
+int gemmd_request_a_quantizes(const gemmd_operand_t *a, int raw_ok);
+
 /* Frees what normalization allocated and an unresolved inline B. */
 void gemmd_request_release(gemmd_request_t *r);
 

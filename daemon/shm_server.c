@@ -73,6 +73,7 @@ struct shm_client_s {
    * never holds up the loop; until it is done (arena_pinned), and always without it, the
    * engine copies results through its own pinned memory. */
   int arena_pinned; /* registered: the engine may DMA straight into the arena */
+  int pin_engine; /* the pool registers the arena with the engine (not only the test's delay) */
   int pin_rc;
   uint64_t pin_started_ns;
   uv_work_t pin_work; /* the registration, later the unregistration */
@@ -327,8 +328,7 @@ static int take_gemm(shm_client_t *c, const gemmd_shm_sqe_t *e, shm_op_t *op, ch
   }
   const int quantizes_a = c->ss->srv->engine->quantizes_a;
   const int inline_b = e->b_source == GEMMD_SHM_B_INLINE;
-  const int heavy = (!gemmd_dtype_is_fp8(a.dtype) && !(quantizes_a && a.scale_layout == GEMMD_SCALE_NONE)) ||
-                    (inline_b && !gemmd_dtype_is_fp8(b.dtype));
+  const int heavy = gemmd_request_a_quantizes(&a, quantizes_a) || (inline_b && !gemmd_dtype_is_fp8(b.dtype));
   if (heavy) {
     op->prep = calloc(1, sizeof *op->prep);
     if (op->prep == NULL) {
@@ -654,9 +654,7 @@ static void pin_work(uv_work_t *w) {
   const gemmd_server_t *srv = c->ss->srv;
   if (srv->cfg->test_shm_pin_delay_us > 0) usleep((useconds_t)srv->cfg->test_shm_pin_delay_us);
   gemmd_engine_t *eng = srv->engine;
-  c->pin_rc = eng->ops->arena_register != NULL && strcmp(srv->cfg->shm_pin_arenas, "on") == 0
-                  ? eng->ops->arena_register(eng, c->arena, c->arena_bytes)
-                  : GEMMD_ENOTSUP;
+  c->pin_rc = c->pin_engine ? eng->ops->arena_register(eng, c->arena, c->arena_bytes) : GEMMD_ENOTSUP;
 }
 
 static void pin_done(uv_work_t *w, int status) {
@@ -676,8 +674,8 @@ static void pin_done(uv_work_t *w, int status) {
  * stands in for its cost). The work holds a reference on the client. */
 static void start_pinning(shm_client_t *c) {
   gemmd_server_t *srv = c->ss->srv;
-  const int engine_pins = srv->engine->ops->arena_register != NULL && strcmp(srv->cfg->shm_pin_arenas, "on") == 0;
-  if (!engine_pins && srv->cfg->test_shm_pin_delay_us == 0) return;
+  c->pin_engine = srv->engine->ops->arena_register != NULL && strcmp(srv->cfg->shm_pin_arenas, "on") == 0;
+  if (!c->pin_engine && srv->cfg->test_shm_pin_delay_us == 0) return;
   c->pin_started_ns = gemmd_now_ns();
   c->refs++;
   c->pin_work.data = c;

@@ -240,6 +240,27 @@ class Gemmd:
         self.stop()
 
 
+def as_nobody(fn):
+    """Runs fn() in a forked child as uid and gid 65534 (the caller must be root); returns
+    what it returned as a string, or the text of what it raised."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            out = str(fn())
+        except Exception as e:  # noqa: BLE001 - reported to the parent
+            out = "%s: %s" % (type(e).__name__, e)
+        os.write(w, out.encode())
+        os._exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    with os.fdopen(r) as f:
+        return f.read()
+
+
 # ---- Numbers (SPEC §1), independent of kernels/ ---------------------------------------------
 
 DT_E4M3, DT_E5M2, DT_BF16, DT_FP16, DT_FP32 = 1, 2, 3, 4, 5

@@ -5,12 +5,15 @@ never send HELLO are bounded in number (--shm-max-handshakes, and per uid
 spinning the loop. Reserved fields are parsed strictly (HELLO flags and reserved words, its
 exact size, an entry's reserved bytes), and a weight name cannot forge a log line."""
 
+import contextlib
 import os
 import resource
 import socket
 import sys
+import threading
 import time
 import unittest
+import urllib.request
 
 import harness as H
 
@@ -125,34 +128,40 @@ class Lockout(unittest.TestCase):
             self.assertEqual(d.stop(), 0)
 
 
+@contextlib.contextmanager
+def healthz_waits(d, pause):
+    """Polls /healthz for as long as the block runs; yields the list of its round trips (s)."""
+    waits, stop = [], threading.Event()
+
+    def poll():
+        while not stop.is_set():
+            t = time.monotonic()
+            urllib.request.urlopen("http://127.0.0.1:%d/healthz" % d.metrics_port, timeout=30).read()
+            waits.append(time.monotonic() - t)
+            time.sleep(pause)
+    th = threading.Thread(target=poll)
+    th.start()
+    try:
+        yield waits
+    finally:
+        stop.set()
+        th.join()
+
+
 class HeavyRegistration(unittest.TestCase):
     def test_registration_runs_off_the_loop(self):
         """A 8192x8192 BF16 weight registered over shm (128 MB to copy and quantize) while
         /healthz is polled: no poll waits 250 ms or more."""
-        import threading
-        import urllib.request
-
         n = k = 8192
         with H.Gemmd() as d:
             data = bytes(range(256)) * (n * k * 2 // 256)
-            waits, stop = [], threading.Event()
-
-            def poll():
-                while not stop.is_set():
-                    t = time.monotonic()
-                    urllib.request.urlopen("http://127.0.0.1:%d/healthz" % d.metrics_port, timeout=30).read()
-                    waits.append(time.monotonic() - t)
-                    time.sleep(0.01)
-            with S.Client(d.shm_socket, arena_bytes=(n * k * 2 + (8 << 20)) // 4096 * 4096) as c:
-                th = threading.Thread(target=poll)
-                th.start()
+            with S.Client(d.shm_socket, arena_bytes=(n * k * 2 + (8 << 20)) // 4096 * 4096) as c, \
+                    healthz_waits(d, 0.01) as waits:
                 time.sleep(0.2)
                 t = time.monotonic()
                 c.register_weight("big", n, k, data, S.DTYPE_BF16)
                 took = time.monotonic() - t
                 time.sleep(0.1)
-                stop.set()
-                th.join()
             self.assertGreater(took, 0.25, "the registration was too quick to show anything (%.2f s)" % took)
             self.assertLess(max(waits), 0.25, "/healthz waited %.2f s during a %.2f s registration"
                             % (max(waits), took))
@@ -162,34 +171,21 @@ class HeavyGemm(unittest.TestCase):
     def test_quantizing_a_runs_off_the_loop(self):
         """GEMMs with a 4096x4096 BF16 A over shm (32 MB to quantize each, on the CPU
         backend) while /healthz is polled: no poll waits as long as one quantization."""
-        import threading
-        import urllib.request
-
         m = k = 4096
         with H.Gemmd("--cpu-threads", "1") as d:
-            waits, stop = [], threading.Event()
-
-            def poll():
-                while not stop.is_set():
-                    t = time.monotonic()
-                    urllib.request.urlopen("http://127.0.0.1:%d/healthz" % d.metrics_port, timeout=30).read()
-                    waits.append(time.monotonic() - t)
-                    time.sleep(0.005)
             with S.Client(d.shm_socket, arena_bytes=64 << 20) as c:
                 wid = c.register_weight("narrow", 16, k, bytes(16 * k), S.DTYPE_E4M3)
                 a = c.alloc(m * k * 2)
                 c.write(a, bytes(range(256)) * (m * k * 2 // 256))
                 dd = c.alloc(m * 16 * 2)
-                th = threading.Thread(target=poll)
-                th.start()
-                time.sleep(0.1)
-                took = []
-                for _ in range(3):
-                    t = time.monotonic()
-                    c.gemm(m=m, k=k, a=(a, S.DTYPE_BF16, S.LAYOUT_NONE, 0), weight_id=wid, d=dd, d_capacity=m * 16 * 2)
-                    took.append(time.monotonic() - t)
-                stop.set()
-                th.join()
+                with healthz_waits(d, 0.005) as waits:
+                    time.sleep(0.1)
+                    took = []
+                    for _ in range(3):
+                        t = time.monotonic()
+                        c.gemm(m=m, k=k, a=(a, S.DTYPE_BF16, S.LAYOUT_NONE, 0), weight_id=wid, d=dd,
+                               d_capacity=m * 16 * 2)
+                        took.append(time.monotonic() - t)
             print("gemm %.0f ms each; /healthz max %.1f ms" % (1e3 * min(took), 1e3 * max(waits)), file=sys.stderr)
             self.assertLess(max(waits), 0.5 * min(took),
                             "/healthz waited %.0f ms beside GEMMs of %.0f ms" % (1e3 * max(waits), 1e3 * min(took)))

@@ -280,24 +280,14 @@ class Safety(unittest.TestCase):
         if os.getuid() != 0:
             self.skipTest("needs root to connect as another uid")
         path = self.d.shm_socket
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(r)
+
+        def connect():
             try:
-                os.setgid(65534)
-                os.setuid(65534)
                 S.Client(path)
-                os.write(w, b"accepted")
+                return "accepted"
             except S.ShmError as e:
-                os.write(w, ("%d %s" % (e.code, e.message)).encode())
-            except Exception as e:  # noqa: BLE001
-                os.write(w, ("error %r" % e).encode())
-            os._exit(0)
-        os.close(w)
-        os.waitpid(pid, 0)
-        answer = os.read(r, 1000).decode()
-        os.close(r)
+                return "%d %s" % (e.code, e.message)
+        answer = H.as_nobody(connect)
         self.assertTrue(answer.startswith("7 uid 65534 gid 65534 is not allowed"), answer)
         self.assertIn("--shm-allow-uids", answer)
         self.healthy()
