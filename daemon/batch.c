@@ -84,13 +84,20 @@ int gemmd_batch_plan(gemmd_batch_t *b, uint32_t row_align) {
   return GEMMD_OK;
 }
 
+int gemmd_batch_a_direct(const gemmd_batch_t *b, const gemmd_request_t *r) {
+  return r->a_pinned && r->a != NULL && b->table[r->group].lda == r->k &&
+         (uint64_t)r->m * r->k >= GEMMD_DIRECT_A_MIN_BYTES;
+}
+
 void gemmd_batch_stage_a(const gemmd_batch_t *b, uint8_t *a_arena, float *sa_arena) {
   for (uint32_t i = 0; i < b->n_requests; i++) {
     const gemmd_request_t *r = b->requests[i];
     if (r->a == NULL) continue; /* raw A: the engine quantizes it into place */
     const uint32_t lda = b->table[r->group].lda;
     uint8_t *dst = a_arena + r->a_offset;
-    if (lda == r->k) {
+    if (gemmd_batch_a_direct(b, r)) {
+      /* the engine DMAs the rows */
+    } else if (lda == r->k) {
       memcpy(dst, r->a, (size_t)r->m * r->k);
     } else {
       for (uint32_t row = 0; row < r->m; row++) {

@@ -17,6 +17,7 @@ struct gemmd_batch_s {
   uint64_t id;
   uint32_t n_requests, n_groups;
   uint64_t rows; /* Σ M */
+  int piece;     /* one piece of a large request (the batcher's pieces lane) */
 
   /* Requests, grouped: group g owns requests[group_start[g] .. group_start[g+1]). */
   gemmd_request_t **requests;
@@ -50,8 +51,16 @@ void gemmd_batch_free(gemmd_batch_t *b);
  * copies rewrites b_data / b_scales / ldb. Returns 0. */
 int gemmd_batch_plan(gemmd_batch_t *b, uint32_t row_align);
 
-/* Copies every request's A rows (zero-padded to lda) and 1×128 scales to their places in
- * the arenas; requests with raw A are left to the engine. */
+/* Whether the engine should DMA this request's A straight from where the client put it
+ * instead of copying it into the batch: A is FP8 in memory registered with the engine
+ * (request.h a_pinned), dense at the batch's lda, and large enough
+ * (GEMMD_DIRECT_A_MIN_BYTES) that one more DMA costs less than the copy. */
+enum { GEMMD_DIRECT_A_MIN_BYTES = 256u << 10 };
+int gemmd_batch_a_direct(const gemmd_batch_t *b, const gemmd_request_t *r);
+
+/* Copies every request's 1×128 A scales, and its A rows (zero-padded to lda) unless they
+ * go direct (gemmd_batch_a_direct), to their places in the arenas; requests with raw A
+ * are left to the engine. */
 void gemmd_batch_stage_a(const gemmd_batch_t *b, uint8_t *a_arena, float *sa_arena);
 
 #endif /* GEMMD_DAEMON_BATCH_H_ */

@@ -4,12 +4,28 @@
 
 void gemmd_batcher_init(gemmd_batcher_t *b, gemmd_batcher_limits_t limits) {
   if (limits.small_batches_per_piece == 0) limits.small_batches_per_piece = 1;
+  if (limits.piece_slots == 0) limits.piece_slots = 1;
   b->limits = limits;
   b->requests = (gemmd_lane_t){NULL, NULL, 0};
   b->pieces = (gemmd_lane_t){NULL, NULL, 0};
   b->queued = b->depth = 0;
   b->batches_since_piece = 0;
+  b->pieces_in_flight = 0;
+  b->last_request_ns = 0;
   b->next_batch_id = 1;
+}
+
+static int piece_may_start(const gemmd_batcher_t *b, uint64_t now_ns) {
+  const int others_served = b->requests.depth > 0 || now_ns < b->last_request_ns + b->limits.busy_ns;
+  return b->pieces.depth > 0 && (b->pieces_in_flight < b->limits.piece_slots || !others_served);
+}
+
+int gemmd_batcher_can_form(const gemmd_batcher_t *b, uint64_t now_ns) {
+  return b->requests.depth > 0 || piece_may_start(b, now_ns);
+}
+
+void gemmd_batcher_piece_done(gemmd_batcher_t *b) {
+  if (b->pieces_in_flight > 0) b->pieces_in_flight--;
 }
 
 void gemmd_batcher_push(gemmd_batcher_t *b, gemmd_request_t *r) {
@@ -22,6 +38,7 @@ void gemmd_batcher_push(gemmd_batcher_t *b, gemmd_request_t *r) {
   }
   l->tail = r;
   l->depth++;
+  if (r->parent == NULL && r->accepted_ns > b->last_request_ns) b->last_request_ns = r->accepted_ns;
   b->queued++;
   b->depth += r->parent == NULL || r->piece_row == 0;
 }
@@ -87,7 +104,7 @@ gemmd_batch_t *gemmd_batcher_form(gemmd_batcher_t *b, uint64_t now_ns, gemmd_req
   *expired = NULL;
   gemmd_request_t **exp_tail = expired;
   /* The pieces' turn: none of the other lane waits, or enough of its batches ran. */
-  const int piece_turn = b->pieces.depth > 0 &&
+  const int piece_turn = piece_may_start(b, now_ns) &&
                          (b->requests.depth == 0 || b->batches_since_piece >= b->limits.small_batches_per_piece);
   gemmd_lane_t *l = piece_turn ? &b->pieces : &b->requests;
   uint32_t cap = l->depth < b->limits.max_requests ? l->depth : b->limits.max_requests;
@@ -148,8 +165,11 @@ gemmd_batch_t *gemmd_batcher_form(gemmd_batcher_t *b, uint64_t now_ns, gemmd_req
   }
   if (piece_turn) {
     b->batches_since_piece = 0;
-  } else if (b->pieces.depth > 0) {
-    b->batches_since_piece++;
+    b->pieces_in_flight++;
+    batch->piece = 1;
+  } else {
+    b->last_request_ns = now_ns;
+    if (b->pieces.depth > 0) b->batches_since_piece++;
   }
   batch->id = b->next_batch_id++;
   batch->n_requests = n;

@@ -76,12 +76,12 @@ static const opt_t options[] = {
     SIZE(shm_arenas_bytes, "shm-arenas-bytes", "16G", 1 << 20, 1ll << 40,
          "arena bytes of all shared-memory clients together; a HELLO past it is refused with "
          "RESOURCE_EXHAUSTED"),
-    ENUM(shm_pin_arenas, "shm-pin-arenas", "off", "on|off",
-         "CUDA engine: pin each shared-memory arena (on a pool thread once the client is "
-         "connected: its pages populated, then registered in 2 MiB pieces) and DMA results "
-         "straight into it: for large results and long-lived clients (0.9 MB results 1.4-1.6x "
-         "faster), at a cost to everyone while clients come and go; off: results are copied "
-         "there from the engine's pinned buffers (docs/bench/serving.md)"),
+    ENUM(shm_pin_arenas, "shm-pin-arenas", "used", "used|all|off",
+         "CUDA engine: pin (register) shared-memory arenas so that A and D move by DMA straight "
+         "from and into them: used: the 2 MiB pieces that requests use, on a pool thread after "
+         "their first use (those first requests copy); all: every piece at connect, at a cost "
+         "to everyone while clients come and go; off: A and D are copied through the engine's "
+         "pinned buffers (docs/bench/serving.md)"),
     INT(test_shm_pin_delay_us, "test-shm-pin-delay-us", "0", 0, 10000000,
         "tests only: each shared-memory arena takes this long to pin, as cudaHostRegister of "
         "a large arena does on the GPU (0: no delay)"),
@@ -129,12 +129,15 @@ static const opt_t options[] = {
          "the same bound in bytes of answers a GemmStream has not yet sent"),
     INT(split_flops, "split-flops", "0", 0, INT64_MAX,
         "a request of more FLOPs (2*M*N*K) runs as pieces of its rows of at most this many, "
-        "so that small requests never wait behind all of it (0: auto, 256e9 on the CUDA "
+        "so that small requests never wait behind all of it (0: auto, 64e9 on the CUDA "
         "engine, 8e9 on the CPU; pieces are multiples of 128 rows, at least 256; "
         "docs/ARCHITECTURE.md, Scheduling)"),
     INT(small_batches_per_piece, "small-batches-per-piece", "1", 1, 1024,
         "while pieces of large requests and other requests both wait, this many batches of "
         "the others run between two pieces (large requests always progress)"),
+    INT(piece_slots, "piece-slots", "2", 1, 8,
+        "pieces of large requests in the engine at once; its other slots stay free for other "
+        "requests"),
     INT(max_batch_delay_us, "max-batch-delay-us", "0", 0, 1000000,
         "how long a free engine may wait for more requests before a partial batch (0: never)"),
     INT(queue_depth, "queue-depth", "4096", 1, 1 << 20,

@@ -64,6 +64,7 @@ typedef struct gemmd_config_s {
   int64_t max_registrations;
   uint64_t stream_queue_bytes;
   int64_t small_batches_per_piece;
+  int64_t piece_slots;
   int64_t queue_depth;
   int64_t max_inflight_per_client;
   /* Request limits. */

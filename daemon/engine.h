@@ -15,6 +15,10 @@
 #include "daemon/weight.h"
 
 typedef struct gemmd_engine_s gemmd_engine_t;
+
+/* The granularity of arena registration: registrations start and end at multiples of it
+ * (or the arena's ends), and no DMA crosses one. */
+#define GEMMD_PIN_CHUNK ((size_t)2 << 20)
 typedef void (*gemmd_engine_done_fn)(void *ctx, gemmd_batch_t *batch);
 
 typedef struct gemmd_engine_ops_s {
@@ -26,10 +30,12 @@ typedef struct gemmd_engine_ops_s {
   int (*weight_load)(gemmd_engine_t *e, gemmd_weight_t *w);
   /* Drops the engine's copy; only called when no batch uses the weight. */
   void (*weight_unload)(gemmd_engine_t *e, gemmd_weight_t *w);
-  /* A shared-memory client's arena appeared / is going away: the CUDA engine registers
-   * it (cudaHostRegister) so that results are DMAs straight into it. Runs on a uv pool
-   * thread while batches run; takes a while (populates and pins every page). Requests
-   * say whether their arena is registered (request.h d_dest_pinned). May be NULL. */
+  /* Part of a shared-memory client's arena is in use / the arena is going away: the CUDA
+   * engine registers [base, base + bytes) (cudaHostRegister) so that A and D move by DMA
+   * straight from and into it. The range's ends are GEMMD_PIN_CHUNK-aligned or the
+   * arena's own; unregister takes back exactly the ranges registered. Runs on a uv pool
+   * thread while batches run; takes a while (populates and pins every page). Requests say
+   * what of theirs is registered (request.h a_pinned, d_dest_pinned). May be NULL. */
   int (*arena_register)(gemmd_engine_t *e, void *base, size_t bytes);
   void (*arena_unregister)(gemmd_engine_t *e, void *base, size_t bytes);
   /* Frees the engine's arenas of a finished batch, after the loop has answered it. */

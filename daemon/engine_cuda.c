@@ -3,9 +3,10 @@
  * Per batch: the loop has planned it (gemmd_batch_plan, rows of A 16-byte aligned); the
  * staging thread lays it out as one device batch buffer (kernels/group_table.h: header,
  * table, quantization jobs, the WGMMA kernel's tensor maps, A / A-scale / raw-A / inline-B
- * / D arenas), fills a pinned copy, and runs on the slot's stream: upload (one DMA), GPU
- * quantization of raw A, the grouped GEMM (or one cuBLASLt call per group), download of D
- * (one DMA). With graphs on, the kernels between the two copies are captured once per slot
+ * / D arenas), fills a pinned copy, and runs on the slot's stream: upload (one DMA, plus a
+ * DMA straight from the client's pinned arena for each large A), GPU quantization of raw A,
+ * the grouped GEMM (or one cuBLASLt call per group), download of D (one DMA to the pinned
+ * copy, or DMAs straight into pinned arenas). With graphs on, the kernels between the two copies are captured once per slot
  * and replayed for every batch: they read group count and shapes from the device buffer, so
  * no batch needs a recapture; the copies, whose sizes change, stay plain stream copies
  * around the replay.
@@ -63,7 +64,11 @@ typedef struct {
 } lt_graph_t;
 
 typedef struct {
+  /* The batch's stream: `urgent` (the highest priority) for batches of requests, `bulk`
+   * (the lowest) for pieces of large requests, so that a small batch's kernels get SMs
+   * ahead of a piece's when both are resident. */
   cudaStream_t stream;
+  cudaStream_t urgent, bulk;
   /* start/stop: the batch's device time; gemm_start/gemm_stop: its GEMM kernels alone
    * (recorded inside the graph) */
   cudaEvent_t start, stop, gemm_start, gemm_stop;
@@ -237,15 +242,14 @@ static void cuda_weight_unload(gemmd_engine_t *base, gemmd_weight_t *w) {
 
 /* ---- Shared-memory arenas ------------------------------------------------------------------ */
 
-/* With --shm-pin-arenas on, an arena is registered in pieces at PIN_CHUNK-aligned
- * addresses, after its pages are populated. cudaHostRegister holds every other CUDA call
+/* Arena memory is registered in pieces at GEMMD_PIN_CHUNK-aligned addresses
+ * (engine.h), after its pages are populated. cudaHostRegister holds every other CUDA call
  * of the process for as long as it runs (144 ms for 256 MiB of fresh pages on the H200,
  * 12.6 ms once they are populated, ~0.4 ms for 2-8 MiB of populated pages), while
  * populating them (MADV_POPULATE_WRITE) holds up no CUDA call: so no other client's batch
  * waits on one registration for long (docs/bench/serving.md). A DMA may not cross two
- * registrations, so result copies into an arena are split at PIN_CHUNK boundaries
- * (result_dma). */
-enum { PIN_CHUNK = 2u << 20, PIN_PAUSE_US = 200 };
+ * registrations, so copies to and from an arena are split at those boundaries (host_dma). */
+enum { PIN_CHUNK = GEMMD_PIN_CHUNK, PIN_PAUSE_US = 200 };
 
 static uintptr_t chunk_end(uintptr_t a) { return (a / PIN_CHUNK + 1) * PIN_CHUNK; }
 
@@ -291,15 +295,16 @@ static void cuda_arena_unregister(gemmd_engine_t *base, void *p, size_t bytes) {
   unregister_range(p, bytes);
 }
 
-/* D2H copy of one result into a registered arena, in pieces that each stay inside one
- * registration. */
-static cudaError_t result_dma(uint8_t *dst, const uint8_t *src, size_t n, cudaStream_t stream) {
+/* A copy between the device and registered host memory (an arena), in pieces that each
+ * stay inside one registration. */
+static cudaError_t host_dma(uint8_t *dev, uint8_t *host, size_t n, enum cudaMemcpyKind kind, cudaStream_t stream) {
   cudaError_t err = cudaSuccess;
   while (n > 0 && !err) {
-    const size_t piece = chunk_end((uintptr_t)dst) - (uintptr_t)dst < n ? chunk_end((uintptr_t)dst) - (uintptr_t)dst : n;
-    err = cudaMemcpyAsync(dst, src, piece, cudaMemcpyDeviceToHost, stream);
-    dst += piece;
-    src += piece;
+    const size_t room = chunk_end((uintptr_t)host) - (uintptr_t)host, piece = room < n ? room : n;
+    err = kind == cudaMemcpyHostToDevice ? cudaMemcpyAsync(dev, host, piece, kind, stream)
+                                         : cudaMemcpyAsync(host, dev, piece, kind, stream);
+    dev += piece;
+    host += piece;
     n -= piece;
   }
   return err;
@@ -427,8 +432,24 @@ static int stage(const cuda_engine_t *e, slot_t *s, gemmd_batch_t *b, const layo
 
 static int fault_kernel_launch(cudaStream_t stream);
 
-static cudaError_t upload(slot_t *s, const layout_t *L) {
-  return cudaMemcpyAsync(s->dev, s->host, L->in_bytes, cudaMemcpyHostToDevice, s->stream);
+/* Everything before D reaches the device: the staged bytes from the pinned copy, and the
+ * A rows of requests that go direct (gemmd_batch_a_direct) from their registered arenas,
+ * so that a large A is never copied on the host. Requests are in a_offset order. */
+static cudaError_t upload(slot_t *s, const layout_t *L, const gemmd_batch_t *b) {
+  cudaError_t err = cudaSuccess;
+  uint64_t from = 0; /* bytes of the pinned copy uploaded so far */
+  for (uint32_t i = 0; i < b->n_requests && !err; i++) {
+    const gemmd_request_t *r = b->requests[i];
+    if (!gemmd_batch_a_direct(b, r)) continue;
+    const uint64_t at = L->h.a_arena + r->a_offset, bytes = (uint64_t)r->m * r->k;
+    if (at > from) err = cudaMemcpyAsync(s->dev + from, s->host + from, at - from, cudaMemcpyHostToDevice, s->stream);
+    if (!err) err = host_dma(s->dev + at, (uint8_t *)(uintptr_t)r->a, bytes, cudaMemcpyHostToDevice, s->stream);
+    from = at + bytes;
+  }
+  if (!err && from < L->in_bytes) {
+    err = cudaMemcpyAsync(s->dev + from, s->host + from, L->in_bytes - from, cudaMemcpyHostToDevice, s->stream);
+  }
+  return err;
 }
 
 static cudaError_t download(slot_t *s, const layout_t *L, const gemmd_batch_t *b) {
@@ -535,7 +556,7 @@ static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_
     fault_kernel_launch(s->stream);
   }
   *step = "upload";
-  err = upload(s, L);
+  err = upload(s, L, b);
   if (err) return err;
   if (!e->use_graphs) {
     *step = "kernels";
@@ -589,7 +610,7 @@ static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_
   for (uint32_t i = 0; i < b->n_requests && !err; i++) {
     const gemmd_request_t *r = b->requests[i];
     if (r->d_dest != NULL && r->d_dest_pinned) {
-      err = result_dma(r->d_dest, s->dev + L->h.d_arena + r->d_offset, r->d_bytes, s->stream);
+      err = host_dma(s->dev + L->h.d_arena + r->d_offset, r->d_dest, r->d_bytes, cudaMemcpyDeviceToHost, s->stream);
     }
   }
   if (!err) err = cudaEventRecord(s->stop, s->stream);
@@ -656,6 +677,7 @@ static void *stager_main(void *arg) {
     pthread_mutex_unlock(&e->mu);
 
     s->batch = b;
+    s->stream = b->piece ? s->bulk : s->urgent;
     b->engine_data = s;
     layout_t L;
     lay_out(e, b, &L);
@@ -852,7 +874,8 @@ static void cuda_close(gemmd_engine_t *base) {
       cudaEventDestroy(s->stop);
       cudaEventDestroy(s->gemm_start);
       cudaEventDestroy(s->gemm_stop);
-      cudaStreamDestroy(s->stream);
+      if (s->urgent) cudaStreamDestroy(s->urgent);
+      if (s->bulk) cudaStreamDestroy(s->bulk);
     }
     if (e->lt) gemmd_cublaslt_destroy(e->lt);
   }
@@ -920,8 +943,12 @@ int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn
   pthread_cond_init(&e->cv, NULL);
   pthread_cond_init(&e->fin_cv, NULL);
   err = cudaSetDevice(e->device);
+  int lowest = 0, highest = 0;
+  if (!err) err = cudaDeviceGetStreamPriorityRange(&lowest, &highest);
   for (unsigned i = 0; !err && i < e->n_slots; i++) {
-    err = cudaStreamCreateWithFlags(&e->slots[i].stream, cudaStreamNonBlocking);
+    err = cudaStreamCreateWithPriority(&e->slots[i].urgent, cudaStreamNonBlocking, highest);
+    if (!err) err = cudaStreamCreateWithPriority(&e->slots[i].bulk, cudaStreamNonBlocking, lowest);
+    e->slots[i].stream = e->slots[i].urgent;
     if (!err) err = cudaEventCreate(&e->slots[i].start);
     if (!err) err = cudaEventCreate(&e->slots[i].stop);
     if (!err) err = cudaEventCreate(&e->slots[i].gemm_start);

@@ -411,6 +411,8 @@ int gemmd_metrics_render(const gemmd_metrics_t *m, char **out, size_t *len) {
   gauge_u64(&b, "gemmd_weights", "Registered weights.", m->weights);
   gauge_u64(&b, "gemmd_weight_bytes", "Bytes held by registered weights.", m->weight_bytes);
   gauge_u64(&b, "gemmd_shm_clients", "Connected shared-memory clients.", m->shm_clients);
+  gauge_u64(&b, "gemmd_shm_pinned_bytes", "Bytes of shared-memory arenas registered with the engine for DMA.",
+            m->shm_pinned_bytes);
   gauge_u64(&b, "gemmd_device_memory_used_bytes", "Device memory in use by gemmd.",
             m->device_memory_used);
   gauge_u64(&b, "gemmd_up", "1 while the daemon serves.", (uint64_t)(m->up != 0));

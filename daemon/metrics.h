@@ -55,7 +55,7 @@ typedef struct gemmd_metrics_s {
   gemmd_histogram_t batch_seconds;                       /* gemmd_batch_duration_seconds */
   gemmd_histogram_t batch_requests;                      /* gemmd_batch_requests */
   /* Gauges. */
-  uint64_t queue_depth, inflight, weights, weight_bytes, shm_clients, device_memory_used;
+  uint64_t queue_depth, inflight, weights, weight_bytes, shm_clients, shm_pinned_bytes, device_memory_used;
   int up;
   /* gemmd_build_info labels. */
   char version[32];

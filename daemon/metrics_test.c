@@ -175,6 +175,7 @@ static void check_structure(const char *text) {
       {"gemmd_weights", "gauge"},
       {"gemmd_weight_bytes", "gauge"},
       {"gemmd_shm_clients", "gauge"},
+      {"gemmd_shm_pinned_bytes", "gauge"},
       {"gemmd_device_memory_used_bytes", "gauge"},
       {"gemmd_up", "gauge"},
       {"gemmd_build_info", "gauge"},
@@ -243,6 +244,7 @@ static void test_render(void) {
   m.weights = 3;
   m.weight_bytes = 123456789012ull;
   m.shm_clients = 4;
+  m.shm_pinned_bytes = 6291456;
   m.device_memory_used = 5;
 
   CHECK(m.requests[0][0] == 3 && m.requests[0][3] == 1 && m.requests[0][2] == 1);
@@ -326,6 +328,7 @@ static void test_render(void) {
   CHECK_LINE(text, "gemmd_weights 3");
   CHECK_LINE(text, "gemmd_weight_bytes 123456789012");
   CHECK_LINE(text, "gemmd_shm_clients 4");
+  CHECK_LINE(text, "gemmd_shm_pinned_bytes 6291456");
   CHECK_LINE(text, "gemmd_device_memory_used_bytes 5");
   CHECK_LINE(text, "gemmd_up 1");
   CHECK_LINE(text, "# TYPE gemmd_build_info gauge");

@@ -49,6 +49,7 @@ struct gemmd_request_s {
   gemmd_dtype_t a_dtype;
   const uint8_t *a;
   const float *a_scales;
+  int a_pinned; /* a lies in memory registered with the engine: a DMA may read it */
   uint8_t *a_owned; /* storage made by normalization, freed by gemmd_request_release */
   float *a_scales_owned;
   /* Or, for an engine that quantizes on the device: A as sent (BF16/FP16/FP32, no

@@ -125,12 +125,15 @@ static void finish(gemmd_server_t *srv, gemmd_request_t *r, int dispatched) {
 /* ---- Large requests in pieces ---------------------------------------------------------- */
 
 enum { MIN_PIECE_ROWS = 256 };
+/* Other requests count as being served (pieces then keep to --piece-slots) for this long
+ * after one arrived or was batched: longer than a closed-loop client's turnaround. */
+#define BUSY_NS 1000000ull
 
 /* FLOPs above which a request runs as pieces of its rows (--split-flops; 0: by backend,
  * about 200 µs of the H200's GEMM, or ~0.2 s of the 2-CPU build machine's). */
 static double split_flops(const gemmd_server_t *srv) {
   if (srv->cfg->split_flops > 0) return (double)srv->cfg->split_flops;
-  return strcmp(srv->engine->backend, "cuda") == 0 ? 256e9 : 8e9;
+  return strcmp(srv->engine->backend, "cuda") == 0 ? 64e9 : 8e9;
 }
 
 /* Rows per piece for r, or 0 when r runs whole. Pieces are whole multiples of 128 rows
@@ -357,7 +360,7 @@ static void on_batch_delay(uv_timer_t *t) {
 /* While the engine has a free slot, turn the queue's head into a batch. With
  * --max-batch-delay-us, a partial batch waits until its oldest request is that old. */
 static void maybe_dispatch(gemmd_server_t *srv) {
-  while (srv->engine_busy < srv->engine->slots && srv->batcher.queued > 0) {
+  while (srv->engine_busy < srv->engine->slots && gemmd_batcher_can_form(&srv->batcher, gemmd_now_ns())) {
     const uint64_t now = gemmd_now_ns();
     const uint64_t delay_ns = (uint64_t)srv->cfg->max_batch_delay_us * 1000u;
     if (delay_ns > 0 && !srv->draining &&
@@ -376,7 +379,8 @@ static void maybe_dispatch(gemmd_server_t *srv) {
     gemmd_batch_t *b = gemmd_batcher_form(&srv->batcher, now, &expired);
     expire_list(srv, expired);
     if (b == NULL) {
-      if (srv->batcher.queued > 0) {
+      if (expired != NULL) continue; /* only expired entries were at the head */
+      if (gemmd_batcher_can_form(&srv->batcher, now)) {
         gemmd_log(GEMMD_LOG_ERROR, "out of memory forming a batch", "queued=%u",
                   srv->batcher.queued);
       }
@@ -410,6 +414,7 @@ static void take_batch_outcome(gemmd_request_t *r, const gemmd_batch_t *b) {
 static void on_batch_done(gemmd_server_t *srv, void *arg) {
   gemmd_batch_t *b = arg;
   srv->engine_busy--;
+  if (b->piece) gemmd_batcher_piece_done(&srv->batcher);
   b->marks.done = gemmd_now_ns();
   gemmd_metrics_batch(&srv->metrics, b->n_requests, b->compute_ns,
                       b->status == GEMMD_CODE_OK ? b->flops : 0.0, b->input_bytes,
@@ -911,7 +916,8 @@ int gemmd_server_run(const gemmd_config_t *cfg) {
                      (gemmd_batcher_limits_t){(uint32_t)cfg->max_batch_requests,
                                               (uint64_t)cfg->max_batch_rows,
                                               (uint32_t)cfg->max_batch_groups,
-                                              (uint32_t)cfg->small_batches_per_piece});
+                                              (uint32_t)cfg->small_batches_per_piece,
+                                              (uint32_t)cfg->piece_slots, BUSY_NS});
   gemmd_weights_init(&srv->weights, cfg->weight_memory_bytes);
   uv_loop_init(&srv->loop);
   uv_async_init(&srv->loop, &srv->wakeup, on_wakeup);

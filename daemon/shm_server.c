@@ -17,6 +17,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "daemon/arena_pins.h"
 #include "daemon/log.h"
 #include "daemon/status.h"
 #include "daemon/validate.h"
@@ -29,6 +30,9 @@ enum { MIN_ENTRIES = 8, MAX_ENTRIES = 65536, DEFAULT_ENTRIES = 256, MAX_IDS = 64
 typedef enum { HANDSHAKE, ACTIVE, CLOSING } client_state_t;
 
 typedef struct shm_client_s shm_client_t;
+
+/* --shm-pin-arenas: nothing, the pieces requests use, or whole arenas at connect. */
+typedef enum { PIN_OFF, PIN_USED, PIN_ALL } pin_mode_t;
 
 struct gemmd_shm_server_s {
   gemmd_server_t *srv;
@@ -52,6 +56,8 @@ struct gemmd_shm_server_s {
   int n_uids, n_gids;
   int stopping, listen_closed;
   uint64_t arena_bytes_total; /* every client's arena, against --shm-arenas-bytes */
+  pin_mode_t pin_mode;         /* --shm-pin-arenas */
+  uint64_t pinned_bytes;       /* of all arenas, registered with the engine */
   void (*done)(gemmd_server_t *srv);
 };
 
@@ -68,16 +74,12 @@ struct shm_client_s {
   uv_poll_t sq_poll;
   int open_handles; /* uv handles not yet closed */
   int sq_poll_inited;
-  /* With --shm-pin-arenas on, the arena's registration with the engine (cudaHostRegister
-   * on the CUDA engine) runs on the uv pool after WELCOME, so that a connecting client
-   * never holds up the loop; until it is done (arena_pinned), and always without it, the
-   * engine copies results through its own pinned memory. */
-  int arena_pinned; /* registered: the engine may DMA straight into the arena */
-  int pin_engine; /* the pool registers the arena with the engine (not only the test's delay) */
-  int pin_rc;
-  uint64_t pin_started_ns;
-  uv_work_t pin_work; /* the registration, later the unregistration */
-  gemmd_engine_t *release_engine;
+  /* What of the arena is registered with the engine (arena_pins.h): requests whose A or
+   * D lie in pinned pieces move them by DMA; the others copy through the engine's pinned
+   * memory meanwhile. pins_ready: set up (the arena exists). */
+  gemmd_arena_pins_t pins;
+  int pins_ready;
+  uv_work_t unpin_work; /* at the end: unregistration and unmapping, on the pool */
   /* The arena and gemmd's private copy of its geometry: the header in the arena is the
    * client's to scribble on, so gemmd never reads geometry back from it. */
   uint8_t *arena;
@@ -252,6 +254,9 @@ static void weight_op_done(void *ctx, int code, const char *message, const gemmd
   op_done(op);
 }
 
+/* The client's pinning: none until its pin map exists. */
+static pin_mode_t pin_mode(const shm_client_t *c) { return c->pins_ready ? c->ss->pin_mode : PIN_OFF; }
+
 /* ---- Taking entries ----------------------------------------------------------------------- */
 
 /* [offset, offset + len) inside the data region, without overflow. */
@@ -352,7 +357,10 @@ static int take_gemm(shm_client_t *c, const gemmd_shm_sqe_t *e, shm_op_t *op, ch
   r->accepted_ns = op->accepted_ns;
   r->deadline_ns = e->timeout_us ? op->accepted_ns + (uint64_t)e->timeout_us * 1000u : 0;
   r->d_dest = c->arena + e->d_offset;
-  r->d_dest_pinned = c->arena_pinned;
+  r->d_dest_pinned = pin_mode(c) != PIN_OFF && gemmd_arena_pins_ready(&c->pins, e->d_offset, d_bytes);
+  /* FP8 A is read where the client put it (nothing owned): the engine may DMA it from there */
+  r->a_pinned = r->a != NULL && r->a_owned == NULL && pin_mode(c) != PIN_OFF &&
+                gemmd_arena_pins_ready(&c->pins, e->a_offset, (uint64_t)e->m * e->k);
   r->respond = gemm_respond;
   r->answer_early = gemm_answer_early;
   r->wake_early = gemm_wake_early;
@@ -649,50 +657,34 @@ static void maybe_done(gemmd_shm_server_t *ss) {
 
 /* ---- Pinning arenas off the loop ------------------------------------------------------------ */
 
-static void pin_work(uv_work_t *w) {
-  shm_client_t *c = w->data;
-  const gemmd_server_t *srv = c->ss->srv;
-  if (srv->cfg->test_shm_pin_delay_us > 0) usleep((useconds_t)srv->cfg->test_shm_pin_delay_us);
-  gemmd_engine_t *eng = srv->engine;
-  c->pin_rc = c->pin_engine ? eng->ops->arena_register(eng, c->arena, c->arena_bytes) : GEMMD_ENOTSUP;
-}
+static void client_hold(void *ctx) { ((shm_client_t *)ctx)->refs++; }
+static void client_release(void *ctx) { client_unref(ctx); }
 
-static void pin_done(uv_work_t *w, int status) {
-  shm_client_t *c = w->data;
-  if (status == 0 && c->pin_rc == GEMMD_OK) {
-    c->arena_pinned = 1;
-    gemmd_log(GEMMD_LOG_INFO, "shm arena pinned", "client=%u arena_bytes=%zu ms=%.1f", c->id,
-              c->arena_bytes, (double)(gemmd_now_ns() - c->pin_started_ns) * 1e-6);
-  } else if (c->pin_rc != GEMMD_ENOTSUP) {
-    gemmd_log(GEMMD_LOG_WARN, "shm arena not pinned", "client=%u arena_bytes=%zu: results reach it "
-              "through the engine's pinned memory", c->id, c->arena_bytes);
-  }
-  client_unref(c);
-}
-
-/* Starts the arena's registration on the pool, when the engine wants it (or a test
- * stands in for its cost). The work holds a reference on the client. */
-static void start_pinning(shm_client_t *c) {
+/* Sets up the arena's pin map; with --shm-pin-arenas all (or a test's delay standing in
+ * for registration) every piece is queued now, else pieces are pinned as requests use them. */
+static int start_pinning(shm_client_t *c) {
   gemmd_server_t *srv = c->ss->srv;
-  c->pin_engine = srv->engine->ops->arena_register != NULL && strcmp(srv->cfg->shm_pin_arenas, "on") == 0;
-  if (!c->pin_engine && srv->cfg->test_shm_pin_delay_us == 0) return;
-  c->pin_started_ns = gemmd_now_ns();
-  c->refs++;
-  c->pin_work.data = c;
-  uv_queue_work(&srv->loop, &c->pin_work, pin_work, pin_done);
+  if (gemmd_arena_pins_init(&c->pins, &srv->loop, c->ss->pin_mode == PIN_OFF ? NULL : srv->engine, c->arena,
+                            c->arena_bytes, srv->cfg->test_shm_pin_delay_us, client_hold, client_release, c,
+                            c->id, &c->ss->pinned_bytes) != GEMMD_OK) {
+    return GEMMD_ENOMEM;
+  }
+  c->pins_ready = 1;
+  if (pin_mode(c) == PIN_ALL || srv->cfg->test_shm_pin_delay_us > 0) gemmd_arena_pins_want_all(&c->pins);
+  return GEMMD_OK;
 }
 
 static void unpin_work(uv_work_t *w) {
   shm_client_t *c = w->data;
-  if (c->release_engine->ops->arena_unregister != NULL) {
-    c->release_engine->ops->arena_unregister(c->release_engine, c->arena, c->arena_bytes);
-  }
+  gemmd_arena_pins_unregister(&c->pins);
   munmap(c->arena, c->arena_bytes);
 }
 
 static void unpin_done(uv_work_t *w, int status) {
   (void)status;
-  free(w->data);
+  shm_client_t *c = w->data;
+  gemmd_arena_pins_free(&c->pins);
+  free(c);
 }
 
 static void on_client_handle_closed(uv_handle_t *h) {
@@ -711,13 +703,13 @@ static void on_client_handle_closed(uv_handle_t *h) {
   if (c->sq_efd >= 0) close(c->sq_efd);
   if (c->cq_efd >= 0) close(c->cq_efd);
   pthread_mutex_destroy(&c->cq_mu);
-  if (c->arena_pinned) {
+  if (c->pins_ready && gemmd_arena_pins_retire(&c->pins)) {
     /* Unpinning takes as long as pinning: on the pool too, which then unmaps and frees. */
-    c->pin_work.data = c;
-    c->release_engine = ss->srv->engine;
-    uv_queue_work(&ss->srv->loop, &c->pin_work, unpin_work, unpin_done);
+    c->unpin_work.data = c;
+    uv_queue_work(&ss->srv->loop, &c->unpin_work, unpin_work, unpin_done);
   } else {
     if (c->arena != NULL) munmap(c->arena, c->arena_bytes);
+    if (c->pins_ready) gemmd_arena_pins_free(&c->pins);
     free(c);
   }
   maybe_done(ss);
@@ -962,7 +954,9 @@ static void handshake(shm_client_t *c) {
   c->sq_poll_inited = 1;
   c->sq_poll.data = c;
   uv_poll_start(&c->sq_poll, UV_READABLE, on_doorbell);
-  start_pinning(c);
+  if (start_pinning(c) != GEMMD_OK) {
+    gemmd_log(GEMMD_LOG_WARN, "shm arena not pinned", "client=%u: out of memory for its pin map", c->id);
+  }
   gemmd_log(GEMMD_LOG_INFO, "shm client", "client=%u pid=%d uid=%u arena_bytes=%" PRIu64
             " entries=%u max_inflight=%u", c->id, (int)c->peer.pid, (unsigned)c->peer.uid, bytes,
             entries, c->max_inflight);
@@ -1121,6 +1115,9 @@ int gemmd_shm_start(gemmd_server_t *srv, gemmd_shm_server_t **out, char *err, si
     snprintf(err, errlen, "out of memory");
     return GEMMD_ENOMEM;
   }
+  ss->pin_mode = strcmp(cfg->shm_pin_arenas, "all") == 0    ? PIN_ALL
+                 : strcmp(cfg->shm_pin_arenas, "used") == 0 ? PIN_USED
+                                                            : PIN_OFF;
   ss->srv = srv;
   ss->listen_fd = -1;
   if (parse_ids(cfg->shm_allow_uids, (unsigned *)ss->uids, &ss->n_uids, "shm-allow-uids", err,
@@ -1206,3 +1203,5 @@ void gemmd_shm_stop(gemmd_shm_server_t *ss, void (*done)(gemmd_server_t *srv)) {
 }
 
 unsigned gemmd_shm_clients(const gemmd_shm_server_t *ss) { return ss ? ss->n_active : 0; }
+
+uint64_t gemmd_shm_pinned_bytes(const gemmd_shm_server_t *ss) { return ss ? ss->pinned_bytes : 0; }

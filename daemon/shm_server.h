@@ -25,4 +25,7 @@ void gemmd_shm_stop(gemmd_shm_server_t *ss, void (*done)(gemmd_server_t *srv));
 /* Connected clients (gemmd_shm_clients). */
 unsigned gemmd_shm_clients(const gemmd_shm_server_t *ss);
 
+/* Bytes of the clients' arenas registered with the engine (--shm-pin-arenas). */
+uint64_t gemmd_shm_pinned_bytes(const gemmd_shm_server_t *ss);
+
 #endif /* GEMMD_DAEMON_SHM_SERVER_H_ */

@@ -14,6 +14,7 @@ void gemmd_stats_refresh_gauges(gemmd_server_t *srv) {
   m->weights = srv->weights.active;
   m->weight_bytes = srv->weights.bytes;
   m->shm_clients = gemmd_shm_clients(srv->shm);
+  m->shm_pinned_bytes = gemmd_shm_pinned_bytes(srv->shm);
   m->device_memory_used = srv->engine ? srv->engine->ops->memory_used(srv->engine) : 0;
   m->up = 1;
 }

@@ -1,7 +1,8 @@
 """The CUDA engine on the H200 (tag gpu: CI builds it, the device runs it with
 GEMMD_TEST_ARGS="--backend cuda"): results against the FP64 reference over gRPC and
 shared memory (raw BF16/FP32 A quantized on the GPU, E5M2, inline B, many weights in one
-batch), graphs captured once and replayed, eager and cuBLASLt modes, and the device-fault
+batch; large requests in pieces, their A and D moved by DMA from and into pinned arena
+pieces), graphs captured once and replayed, eager and cuBLASLt modes, and the device-fault
 path: UNAVAILABLE, NOT_SERVING, a non-zero exit, weights back after the restart."""
 
 import os
@@ -101,6 +102,46 @@ class CudaEngine(unittest.TestCase):
             self.assertLessEqual(captures - captures_before, 2, "one graph per slot for one kind of batch")
             self.assertLessEqual(captures, 2 * 8, "one graph per slot and kind")
             self.assertGreater(metric(d, "gemmd_device_memory_used_bytes"), 0)
+
+    def test_shm_large_requests_direct_dma(self):
+        # Requests whose A (2 MiB) and D go by DMA straight from and into the arena once
+        # their pieces are pinned (--shm-pin-arenas used), split into 256-row pieces: each
+        # result against the reference, with fresh A written into the same place every
+        # time, before and after the arena's pieces are pinned; then with pinning off.
+        pb = self.pb
+        m, n, k = 1024, 1024, 2048
+        for mode in ("used", "off"):
+            with H.Gemmd("--backend", "cuda", "--shm-pin-arenas", mode, "--split-flops", "1000000000") as d:
+                b = H.make_matrix(pb, self.rng, n, k, H.DT_E4M3, H.SL_128X128)
+                wid = d.stub().RegisterWeight(iter([pb.RegisterWeightRequest(name="big", weight=b)])).weight_id
+                with S.Client(d.shm_socket) as c:
+                    ao = c.alloc(m * k)
+                    so = c.alloc(4 * m * (k // 128))
+                    do = c.alloc(m * n * 2)
+                    for i in range(12):
+                        a = H.make_matrix(pb, self.rng, m, k, H.DT_E4M3, H.SL_1X128)
+                        c.write(ao, a.data)
+                        c.write(so, struct.pack("<%df" % len(a.scales), *a.scales))
+                        comp = c.gemm(m=m, k=k, a=(ao, H.DT_E4M3, H.SL_1X128, so), weight_id=wid, d=do,
+                                      d_capacity=m * n * 2, out_dtype=pb.DTYPE_BF16)
+                        got = H.decode_output(pb.Matrix(rows=m, cols=n, dtype=pb.DTYPE_BF16,
+                                                        data=c.read(do, comp.d_bytes)))
+                        self.assertLessEqual(H.output_error(got, H.reference(a, b), pb.DTYPE_BF16),
+                                             H.TOLERANCE[pb.DTYPE_BF16], (mode, i))
+                        if i == 2 and mode == "used":
+                            # the pieces A and D use get pinned in the background
+                            deadline = time.time() + 10
+                            while metric(d, "gemmd_shm_pinned_bytes") < m * k + m * n * 2 and time.time() < deadline:
+                                time.sleep(0.05)
+                    pinned = metric(d, "gemmd_shm_pinned_bytes")
+                    if mode == "used":
+                        self.assertGreaterEqual(pinned, m * k + m * n * 2)
+                    else:
+                        self.assertEqual(pinned, 0)
+                deadline = time.time() + 10
+                while metric(d, "gemmd_shm_pinned_bytes") != 0 and time.time() < deadline:
+                    time.sleep(0.05)
+                self.assertEqual(metric(d, "gemmd_shm_pinned_bytes"), 0, "unpinned when the client left")
 
     def test_split_k_and_256_row_tiles(self):
         # One request of 64 or 128 rows against a 2112×7168 weight runs split-K (K in parts,

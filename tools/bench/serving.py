@@ -7,7 +7,8 @@ every worker's requests (one grouped GEMM, the same host copies).
 
     python3 tools/bench/serving.py [--backend cpu|cuda] [--shape 8x4096x4096]
         [--weights 64] [--workers 1,8,16,32,64] [--clients c-shm,py-shm,c-grpc,py-grpc]
-        [--seconds 3] [--torch] [--gemmd-args "..."] [--json FILE]
+        [--seconds 3] [--torch] [--gemmd-args "..."] [--churn C:W:N] [--mix DC:DW:PC:PW:MxNxK]
+        [--json FILE]
 
 Each row: req/s, weight GB/s (the weight bytes the requests name, per second), round-trip
 p50/p99, HELLO/connect p50/p99, requests per batch, and per batch the stages of
@@ -79,13 +80,14 @@ def py_worker(addr, m, k, ids, start_at, seconds):
         c.write(s_off, scales)
         d_cap = 64 << 20
         d_off = c.alloc(d_cap)
+        arena = memoryview(c.arena)
 
         def call(wid):
             r = c.wait(c.gemm_async(m=m, k=k, a=(a_off, shm.DTYPE_E4M3, shm.LAYOUT_1X128, s_off),
                                     weight_id=wid, d=d_off, d_capacity=d_cap, out_dtype=shm.DTYPE_BF16))
             if r.status != 0:
                 raise RuntimeError("%d: %s" % (r.status, r.message))
-            return c.arena[d_off:d_off + r.d_bytes]  # a view of D, as a user reads it
+            return arena[d_off:d_off + r.d_bytes]  # a view of D (no copy), as numpy.frombuffer gives
     else:
         import grpc
         import harness
@@ -135,7 +137,7 @@ def metrics(port):
     return out
 
 
-def register_weights(sock, n_weights, n, k):
+def register_weights(sock, n_weights, n, k, prefix="serving"):
     """n_weights random E4M3 N×K weights with 128×128 scales; their ids."""
     import numpy as np
 
@@ -148,7 +150,7 @@ def register_weights(sock, n_weights, n, k):
         for i in range(n_weights):
             data = e4m3_random(rng, per).tobytes()
             ns = ((n + 127) // 128) * ((k + 127) // 128)
-            ids.append(c.register_weight("serving-%d" % i, n, k, data, shm.DTYPE_E4M3,
+            ids.append(c.register_weight("%s-%d" % (prefix, i), n, k, data, shm.DTYPE_E4M3,
                                          shm.LAYOUT_128X128, [1.0 / 32] * ns))
     return ids
 
@@ -190,15 +192,12 @@ def churn_clients(sock, n, until, hello_ms, errors):
     return threads
 
 
-def run_point(g, kind, workers, shape, ids, seconds, churn=0):
-    """One row: `workers` processes of client `kind` for `seconds`; with churn, that many
-    more shared-memory clients connect and disconnect through the window."""
+def start_workers(g, kind, workers, shape, ids, start_at, seconds):
+    """`workers` processes of client `kind`, each cycling through its share of ids."""
     m, n, k = shape
     lang, transport = kind.split("-")
     addr = "unix://" + g.shm_socket if transport == "shm" else g.address
     per = max(1, len(ids) // workers)
-    connect_budget = 3.0 + 0.15 * workers
-    start_at = time.time() + connect_budget
     procs = []
     for w in range(workers):
         mine = [ids[(w * per + j) % len(ids)] for j in range(per)]
@@ -206,12 +205,11 @@ def run_point(g, kind, workers, shape, ids, seconds, churn=0):
         cmd = [binary("serving_worker")] + args if lang == "c" else \
             [sys.executable, os.path.abspath(__file__), "worker"] + args
         procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    time.sleep(max(0.0, start_at - time.time()))
-    hello_ms, churn_errors = [], []
-    churners = churn_clients(g.shm_socket, churn, start_at + seconds, hello_ms, churn_errors) if churn else []
-    m0, cpu0, t0 = metrics(g.metrics_port), gemmd_cpu_seconds(g.proc.pid), time.monotonic()
-    time.sleep(max(0.0, start_at + seconds - time.time()))
-    m1, cpu1, t1 = metrics(g.metrics_port), gemmd_cpu_seconds(g.proc.pid), time.monotonic()
+    return procs
+
+
+def collect(procs):
+    """The workers' sorted latencies (ns), connect times, request and error counts."""
     lat, connect, errors, first_error, requests = [], [], 0, "", 0
     for p in procs:
         out, err = p.communicate(timeout=120)
@@ -225,33 +223,67 @@ def run_point(g, kind, workers, shape, ids, seconds, churn=0):
         errors += r["errors"]
         requests += r["requests"]
         first_error = first_error or r["first_error"]
-    for t in churners:
-        t.join()
     lat.sort()
     connect.sort()
-    hello_ms.sort()
+    return lat, connect, requests, errors, first_error
 
-    def d(key):
-        return m1.get(key, 0.0) - m0.get(key, 0.0)
-    batches = d("gemmd_batch_stage_batches_total")
-    row = {
-        "client": kind + (" +churn %d" % churn if churn else ""), "workers": workers, "shape": "%dx%dx%d" % shape,
-        "churn_hellos": len(hello_ms), "churn_hello_p50_ms": percentile(hello_ms, 0.5),
-        "churn_hello_p99_ms": percentile(hello_ms, 0.99), "churn_hello_max_ms": hello_ms[-1] if hello_ms else 0.0,
-        "churn_errors": churn_errors[:3],
+
+def group_row(label, workers, shape, seconds, got):
+    lat, connect, requests, errors, first_error = got
+    m, n, k = shape
+    return {
+        "client": label, "workers": workers, "shape": "%dx%dx%d" % shape,
         "req_s": requests / seconds, "errors": errors, "first_error": first_error,
         "weight_gb_s": requests / seconds * n * k / 1e9,
         "p50_us": percentile(lat, 0.50) / 1e3, "p99_us": percentile(lat, 0.99) / 1e3,
         "connect_p50_ms": percentile(connect, 0.5) / 1e6, "connect_max_ms": (connect[-1] if connect else 0) / 1e6,
-        "req_per_batch": (d("gemmd_batch_requests_sum") / d("gemmd_batch_requests_count")
-                          if d("gemmd_batch_requests_count") else 0.0),
-        "gemmd_cpu_cores": (cpu1 - cpu0) / (t1 - t0),
-        "gemm_busy": d("gemmd_batch_gemm_seconds_total") / seconds,
     }
+
+
+def add_metrics(row, m0, m1, seconds, cpu_cores):
+    def d(key):
+        return m1.get(key, 0.0) - m0.get(key, 0.0)
+    batches = d("gemmd_batch_stage_batches_total")
+    row["req_per_batch"] = (d("gemmd_batch_requests_sum") / d("gemmd_batch_requests_count")
+                            if d("gemmd_batch_requests_count") else 0.0)
+    row["gemmd_cpu_cores"] = cpu_cores
+    row["gemm_busy"] = d("gemmd_batch_gemm_seconds_total") / seconds
     for s in STAGES:
         row[s + "_us"] = d('gemmd_batch_stage_seconds_total{stage="%s"}' % s) / batches * 1e6 if batches else 0.0
     row["gemm_us"] = d("gemmd_batch_gemm_seconds_total") / batches * 1e6 if batches else 0.0
     return row
+
+
+def run_groups(g, groups, seconds, churn=0):
+    """Rows for worker groups [(kind, workers, shape, ids)] run through the same window;
+    with churn, that many more shared-memory clients connect and disconnect meanwhile.
+    The gemmd-wide figures (stages, GEMM busy, CPU) are the window's, in every row."""
+    connect_budget = 3.0 + 0.15 * sum(w for _, w, _, _ in groups)
+    start_at = time.time() + connect_budget
+    procs = [start_workers(g, kind, w, shape, ids, start_at, seconds) for kind, w, shape, ids in groups]
+    time.sleep(max(0.0, start_at - time.time()))
+    hello_ms, churn_errors = [], []
+    churners = churn_clients(g.shm_socket, churn, start_at + seconds, hello_ms, churn_errors) if churn else []
+    m0, cpu0, t0 = metrics(g.metrics_port), gemmd_cpu_seconds(g.proc.pid), time.monotonic()
+    time.sleep(max(0.0, start_at + seconds - time.time()))
+    m1, cpu1, t1 = metrics(g.metrics_port), gemmd_cpu_seconds(g.proc.pid), time.monotonic()
+    rows = []
+    for (kind, w, shape, _), ps in zip(groups, procs):
+        row = group_row(kind + (" +churn %d" % churn if churn else ""), w, shape, seconds, collect(ps))
+        rows.append(add_metrics(row, m0, m1, seconds, (cpu1 - cpu0) / (t1 - t0)))
+    for t in churners:
+        t.join()
+    hello_ms.sort()
+    for row in rows:
+        row.update({"churn_hellos": len(hello_ms), "churn_hello_p50_ms": percentile(hello_ms, 0.5),
+                    "churn_hello_p99_ms": percentile(hello_ms, 0.99),
+                    "churn_hello_max_ms": hello_ms[-1] if hello_ms else 0.0, "churn_errors": churn_errors[:3]})
+    return rows
+
+
+def run_point(g, kind, workers, shape, ids, seconds, churn=0):
+    """One row: `workers` processes of client `kind` for `seconds`."""
+    return run_groups(g, [(kind, workers, shape, ids)], seconds, churn)[0]
 
 
 # ---- torch, the same work without gemmd -------------------------------------------------------
@@ -346,6 +378,66 @@ def torch_rows(shape, n_weights, worker_counts, seconds):
     return rows
 
 
+def link_bandwidth(seconds=1.0, mib=256):
+    """The host<->device link as torch sees it with pinned memory: GB/s up, down, and
+    both at once (two streams)."""
+    import torch
+
+    n = mib << 20
+    h_up = torch.empty(n, dtype=torch.uint8).pin_memory()
+    h_down = torch.empty(n, dtype=torch.uint8).pin_memory()
+    d_up = torch.empty(n, dtype=torch.uint8, device="cuda")
+    d_down = torch.empty(n, dtype=torch.uint8, device="cuda")
+    s_up, s_down = torch.cuda.Stream(), torch.cuda.Stream()
+
+    def rate(up, down):
+        for _ in range(2):
+            step(up, down)
+        torch.cuda.synchronize()
+        t, reps = time.perf_counter(), 0
+        while time.perf_counter() - t < seconds:
+            step(up, down)
+            reps += 1
+        torch.cuda.synchronize()
+        return reps * n / (time.perf_counter() - t) / 1e9
+
+    def step(up, down):
+        if up:
+            with torch.cuda.stream(s_up):
+                d_up.copy_(h_up, non_blocking=True)
+        if down:
+            with torch.cuda.stream(s_down):
+                h_down.copy_(d_down, non_blocking=True)
+        torch.cuda.synchronize()
+    return {"h2d_gb_s": rate(1, 0), "d2h_gb_s": rate(0, 1), "both_each_gb_s": rate(1, 1)}
+
+
+def run_mix(g, spec, seconds, decode_shape, decode_ids):
+    """DECODE_CLIENT:DECODE_WORKERS:PREFILL_CLIENT:PREFILL_WORKERS:MxNxK: prefill alone (1
+    worker and PREFILL_WORKERS), decode alone, and both in one window."""
+    dk, dw, pk, pw, pshape = spec.split(":")
+    dw, pw = int(dw), int(pw)
+    pshape = tuple(int(x) for x in pshape.split("x"))
+    t = time.time()
+    pids = register_weights(g.shm_socket, max(2, pw), pshape[1], pshape[2], prefix="prefill")
+    print("# %d prefill weights of %dx%d registered in %.1f s" % (len(pids), pshape[1], pshape[2],
+                                                                  time.time() - t), flush=True)
+    rows = []
+    for label, groups in (("prefill alone", [(pk, 1, pshape, pids)]),
+                          ("prefill alone", [(pk, pw, pshape, pids)]),
+                          ("decode alone", [(dk, dw, decode_shape, decode_ids)]),
+                          ("mixed", [(dk, dw, decode_shape, decode_ids), (pk, pw, pshape, pids)])):
+        for r in run_groups(g, groups, seconds):
+            r["client"] = "%s: %s" % (label, r["client"])
+            rows.append(r)
+            print(fmt_table([r]).splitlines()[-1], flush=True)
+    dec_alone, pre_alone, dec_mix, pre_mix = rows[2], rows[1], rows[3], rows[4]
+    print("mixed: decode req/s %.2fx alone, p99 %.2fx alone; prefill req/s %.2fx alone; GEMM busy %.0f%%" % (
+        dec_mix["req_s"] / max(dec_alone["req_s"], 1e-9), dec_mix["p99_us"] / max(dec_alone["p99_us"], 1e-9),
+        pre_mix["req_s"] / max(pre_alone["req_s"], 1e-9), 100 * dec_mix["gemm_busy"]), flush=True)
+    return rows, pshape
+
+
 # ---- The driver -------------------------------------------------------------------------------
 
 
@@ -375,10 +467,13 @@ def main():
     ap.add_argument("--clients", default="c-shm,py-shm,c-grpc,py-grpc")
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--torch", action="store_true", help="also the torch baselines (needs CUDA)")
-    ap.add_argument("--gemmd-args", default="", help="extra gemmd flags")
+    ap.add_argument("--gemmd-args", default="", help="extra gemmd flags, space- or comma-separated")
     ap.add_argument("--churn", default=None, metavar="CLIENT:WORKERS:N",
                     help="also rows where N more shm clients connect and disconnect meanwhile, "
                          "each with and without the churn, e.g. c-shm:32:64")
+    ap.add_argument("--mix", default=None, metavar="DCLIENT:DWORKERS:PCLIENT:PWORKERS:MxNxK",
+                    help="also large (prefill) requests: alone at 1 and PWORKERS workers, the "
+                         "decode workers alone, and both at once, e.g. c-shm:16:py-shm:2:4096x7168x16384")
     ap.add_argument("--json", default=None)
     o = ap.parse_args()
     import harness
@@ -387,13 +482,13 @@ def main():
     workers = [int(x) for x in (o.workers or ("1,8,16,32,64" if o.backend == "cuda" else "1,2,4,8")).split(",")]
     rows = []
     harness.EXTRA_ARGS[:] = []
-    with harness.Gemmd("--backend", o.backend, *o.gemmd_args.split()) as g:
+    with harness.Gemmd("--backend", o.backend, *o.gemmd_args.replace(",", " ").split()) as g:
         t = time.time()
         ids = register_weights(g.shm_socket, o.weights, shape[1], shape[2])
         print("# %s, %d weights of %dx%d registered in %.1f s; gemmd %s" % (
             time.strftime("%Y-%m-%d %H:%M:%S"), len(ids), shape[1], shape[2], time.time() - t,
             o.gemmd_args or "(default flags)"), flush=True)
-        for kind in o.clients.split(","):
+        for kind in filter(None, o.clients.split(",")):
             for w in workers:
                 r = run_point(g, kind, w, shape, ids, o.seconds)
                 rows.append(r)
@@ -409,12 +504,23 @@ def main():
                         r["churn_hellos"], r["churn_hello_p50_ms"], r["churn_hello_p99_ms"],
                         r["churn_hello_max_ms"], len(r["churn_errors"]),
                         r["churn_errors"][:1]), flush=True)
+        pshape = None
+        if o.mix:
+            mrows, pshape = run_mix(g, o.mix, o.seconds, shape, ids)
+            rows += mrows
     print("\nshape %s, %d weights\n" % ("x".join(map(str, shape)), o.weights))
     print(fmt_table(rows))
     out = {"shape": shape, "rows": rows}
     if o.torch:
         trows = torch_rows(shape, o.weights, workers, o.seconds)
+        if pshape:
+            trows += [dict(r, baseline=r["baseline"] + " (%dx%dx%d)" % pshape)
+                      for r in torch_rows(pshape, 2, [1], o.seconds)]
         out["torch"] = trows
+        out["link"] = link_bandwidth()
+        print("\nhost<->device link (torch, pinned, 256 MiB copies): H2D %.1f GB/s, D2H %.1f GB/s, "
+              "both at once %.1f GB/s each way" % (out["link"]["h2d_gb_s"], out["link"]["d2h_gb_s"],
+                                                    out["link"]["both_each_gb_s"]))
         print("\n| torch baseline | workers | req/s | p50 µs | p99 µs | method |\n| --- | --- | --- | --- | --- | --- |")
         for r in trows:
             print("| %s | %d | %.1fk | %.1f | %.1f | %s |" % (r["baseline"], r["workers"], r["req_s"] / 1e3,
