@@ -258,6 +258,10 @@ def run_groups(g, groups, seconds, churn=0):
     """Rows for worker groups [(kind, workers, shape, ids)] run through the same window;
     with churn, that many more shared-memory clients connect and disconnect meanwhile.
     The gemmd-wide figures (stages, GEMM busy, CPU) are the window's, in every row."""
+    # the previous point's clients gone first: 64 workers are exactly --shm-max-clients
+    deadline = time.time() + 15
+    while metrics(g.metrics_port).get("gemmd_shm_clients", 0) > 0 and time.time() < deadline:
+        time.sleep(0.05)
     connect_budget = 3.0 + 0.15 * sum(w for _, w, _, _ in groups)
     start_at = time.time() + connect_budget
     procs = [start_workers(g, kind, w, shape, ids, start_at, seconds) for kind, w, shape, ids in groups]
