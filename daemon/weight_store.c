@@ -212,7 +212,7 @@ int gemmd_weight_store_load_all(const char *dir, void (*fn)(void *ctx, gemmd_wei
     if (names[n] != NULL) n++;
   }
   closedir(d);
-  qsort(names, n, sizeof *names, by_id);
+  if (n > 0) qsort(names, n, sizeof *names, by_id);
   int loaded = 0;
   for (size_t i = 0; i < n; i++) {
     char path[4200], err[256];
