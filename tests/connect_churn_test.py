@@ -100,6 +100,8 @@ class ConnectChurn(unittest.TestCase):
                 results.append(json.loads(out.strip().splitlines()[-1]))
         self.assertEqual(errors, [])
         self.assertGreaterEqual(len(hello_ms), CHURNERS)
+        if os.environ.get("GEMMD_TSAN"):  # under ThreadSanitizer only the races are checked
+            return
         for i, r in enumerate(results):
             self.assertGreater(len(r["base"]), 20, "worker %d barely ran before the churn" % i)
             self.assertGreater(len(r["churn"]), 20, "worker %d barely ran during the churn" % i)

@@ -137,6 +137,10 @@ class Gemmd:
         cmd += list(args)
         full_env = dict(os.environ)
         full_env.update(env or {})
+        if full_env.get("GEMMD_TSAN"):  # bazel test --config=tsan: the system libraries' suppressions
+            supp = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))),
+                                "tools", "sanitizers", "tsan.supp")
+            full_env["TSAN_OPTIONS"] = full_env.get("TSAN_OPTIONS", "") + ":suppressions=" + supp
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=full_env,
                                      preexec_fn=preexec_fn)
         self.grpc_port = self.metrics_port = None

@@ -271,7 +271,9 @@ class Safety(unittest.TestCase):
         while time.time() < deadline and self.d.open_fds() > fds0:
             time.sleep(0.1)
         self.assertLessEqual(self.d.open_fds(), fds0, "gemmd leaks descriptors")
-        self.assertLess(self.d.rss_bytes() - rss0, 32 << 20, "gemmd's memory grew with dead clients")
+        # ThreadSanitizer's own shadow and history memory grows with the threads' traffic
+        bound = (256 if os.environ.get("GEMMD_TSAN") else 32) << 20
+        self.assertLess(self.d.rss_bytes() - rss0, bound, "gemmd's memory grew with dead clients")
         _, body, _ = self.d.http("/metrics")
         gauge = [l for l in body.decode().splitlines() if l.startswith("gemmd_shm_clients ")]
         self.assertEqual(gauge, ["gemmd_shm_clients 0"])
