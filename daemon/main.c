@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include "daemon/config.h"
+#include "daemon/lifecycle.h"
 #include "daemon/log.h"
-#include "daemon/server.h"
 #include "daemon/version.h"
 
 extern char **environ;
@@ -35,5 +35,5 @@ int main(int argc, char **argv) {
   gemmd_log_set_level(level);
   gemmd_log(GEMMD_LOG_INFO, "starting", "version=%s pid=%d", GEMMD_VERSION, (int)getpid());
   gemmd_config_log(&cfg);
-  return gemmd_server_run(&cfg);
+  return gemmd_run(&cfg);
 }

@@ -14,7 +14,6 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "daemon/rpc_grpc.h"
 #include "daemon/server.h"
 #include "gemmd/v1/gemm.pb-c.h"
 #include "grpc/health/v1/health.pb-c.h"

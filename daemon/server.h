@@ -3,10 +3,12 @@
  * Threads:
  *   loop       this struct: admission, the batcher, weights, metrics, HTTP, signals.
  *   gRPC CQ    decode and validate messages, then gemmd_server_post() work to the loop.
- *   engine     runs batches, then posts them back (gemmd_server_batch_done).
+ *   engine     runs batches, then posts them back (gemmd_server_engine_done).
  *   uv pool    weight files (--weight-dir), so disk I/O never blocks the loop.
  * Everything below that takes a gemmd_server_t* runs on the loop thread, except
- * gemmd_server_post, which any thread may call.
+ * gemmd_server_post, gemmd_server_count_refused and gemmd_server_engine_done, which any
+ * thread may call. lifecycle.c owns the process around this core: start-up, the HTTP
+ * endpoints, signals, the tick and the drain.
  */
 #ifndef GEMMD_DAEMON_SERVER_H_
 #define GEMMD_DAEMON_SERVER_H_
@@ -58,7 +60,7 @@ struct gemmd_server_s {
   uint64_t spin_until_ns;
 
   uv_signal_t sigterm, sigint;
-  uv_timer_t tick;        /* periodic jobs, see on_tick in server.c */
+  uv_timer_t tick;        /* periodic jobs, see on_tick in lifecycle.c */
   uv_timer_t batch_delay; /* --max-batch-delay-us */
   int delay_armed;
 
@@ -86,6 +88,10 @@ struct gemmd_server_s {
   int draining; /* SIGTERM/SIGINT seen: no new work */
   int stopped;
   int exit_code;
+
+  /* Called on the loop after a batch or a weight operation finishes, when the server may
+   * have become idle (lifecycle.c: a drain then completes). NULL: nothing is called. */
+  void (*on_quiet)(gemmd_server_t *srv);
 };
 
 
@@ -122,7 +128,22 @@ void gemmd_server_register_weight(gemmd_server_t *srv, gemmd_weight_t *w,
 void gemmd_server_unregister_weight(gemmd_server_t *srv, uint64_t id, const char *name,
                                     gemmd_weight_done_fn done, void *ctx);
 
-/* Runs gemmd until it is drained and stopped; returns the exit code. */
-int gemmd_server_run(const gemmd_config_t *cfg);
+/* Answers queued requests whose deadline passed with DEADLINE_EXCEEDED. */
+void gemmd_server_expire(gemmd_server_t *srv);
+
+/* Tells every watcher the current gemmd_server_serving(). */
+void gemmd_server_notify_watchers(gemmd_server_t *srv);
+
+/* The engine's `done` callback (ctx: the server). Engine thread, or the loop for a batch
+ * run inline: answers what can be answered off the loop, then posts the batch back. */
+void gemmd_server_engine_done(void *ctx, gemmd_batch_t *b);
+
+/* Sets up a zeroed srv: the state above, the loop and its handles (wakeup, spin,
+ * batch_delay, tick, sigterm, sigint; initialized, not started). No engine yet. */
+void gemmd_server_init(gemmd_server_t *srv, const gemmd_config_t *cfg);
+
+/* After uv_run has returned with every handle closed: runs what is still posted, closes
+ * the engine, frees the weights and the loop. srv itself stays the caller's. */
+void gemmd_server_teardown(gemmd_server_t *srv);
 
 #endif /* GEMMD_DAEMON_SERVER_H_ */
