@@ -136,8 +136,9 @@ static const opt_t options[] = {
         "while pieces of large requests and other requests both wait, this many batches of "
         "the others run between two pieces (large requests always progress)"),
     INT(piece_slots, "piece-slots", "2", 1, 8,
-        "pieces of large requests in the engine at once; its other slots stay free for other "
-        "requests"),
+        "pieces of large requests in the engine at once while other requests are being served "
+        "(one arrived or was batched within the last millisecond); pieces alone take every "
+        "slot"),
     INT(max_batch_delay_us, "max-batch-delay-us", "0", 0, 1000000,
         "how long a free engine may wait for more requests before a partial batch (0: never)"),
     INT(queue_depth, "queue-depth", "4096", 1, 1 << 20,

@@ -14,7 +14,8 @@
  *
  * Several slots (--engine-slots) let later batches stage, upload and queue their kernels
  * while batch i computes, and batch i's results travel while batch i+1's kernels run. A
- * completion thread waits on each slot's events in order and reads the device time; it
+ * completion thread polls the launched batches' events, takes whichever is done first (a
+ * small batch is not held behind a large one launched before it), reads its device time; it
  * hands the batch to one of the finishing threads, which copy results into arenas that
  * are not pinned, answer its shared-memory requests (a CQE and, for a sleeping client, a
  * wake-up: several µs each) and report it to the loop. Answering is thereby never in the
@@ -29,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon/clock.h"
@@ -152,18 +154,51 @@ static void spin_for_work(cuda_engine_t *e, const atomic_uint *count) {
   pthread_mutex_lock(&e->mu);
 }
 
-/* Waits for the slot's stop event: polls it for up to e->spin_ns, then blocks. */
-static cudaError_t wait_stop_event(cuda_engine_t *e, slot_t *s) {
-  if (e->spin_ns > 0) {
-    const uint64_t end = gemmd_now_ns() + e->spin_ns;
-    for (;;) {
-      const cudaError_t q = cudaEventQuery(s->stop);
-      if (q != cudaErrorNotReady) return q;
-      if (gemmd_now_ns() >= end) break;
+/* Waits until one of the launched batches is done, whichever it is: a decode batch on the
+ * urgent stream is noticed as soon as it ends even while a large piece launched before it
+ * is still running. Polls every launched batch's stop event; after e->spin_ns without a
+ * launch or a completion it polls every POLL_SLEEP_US, woken early by a launch. Returns
+ * the batch's index in e->launched with the mutex held, its query result in *err. */
+enum { POLL_SLEEP_US = 50 };
+
+static unsigned wait_any_done(cuda_engine_t *e, cudaError_t *err) {
+  uint64_t spin_end = gemmd_now_ns() + e->spin_ns;
+  unsigned seen = e->n_launched;
+  for (;;) {
+    launched_t l[MAX_SLOTS];
+    const unsigned n = e->n_launched;
+    memcpy(l, e->launched, n * sizeof l[0]);
+    pthread_mutex_unlock(&e->mu);
+    unsigned ready = n;
+    *err = cudaSuccess;
+    for (unsigned i = 0; i < n && ready == n; i++) {
+      const cudaError_t q = l[i].s == NULL ? cudaSuccess : cudaEventQuery(l[i].s->stop);
+      if (q != cudaErrorNotReady) {
+        ready = i;
+        *err = q;
+      }
+    }
+    pthread_mutex_lock(&e->mu);
+    if (ready < n) return ready; /* entries only ever leave from this thread: indices hold */
+    if (e->n_launched != seen) { /* a new launch: spin for it */
+      seen = e->n_launched;
+      spin_end = gemmd_now_ns() + e->spin_ns;
+    }
+    if (gemmd_now_ns() < spin_end) {
+      pthread_mutex_unlock(&e->mu);
       cpu_relax();
+      pthread_mutex_lock(&e->mu);
+    } else {
+      struct timespec until;
+      clock_gettime(CLOCK_MONOTONIC, &until);
+      until.tv_nsec += POLL_SLEEP_US * 1000;
+      if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+      }
+      pthread_cond_timedwait(&e->cv, &e->mu, &until); /* cv: monotonic clock */
     }
   }
-  return cudaEventSynchronize(s->stop);
 }
 
 /* Records the first CUDA failure; later calls keep it. Returns 1 when err is an error. */
@@ -776,8 +811,8 @@ static void *finisher_main(void *arg) {
 static void *completer_main(void *arg) {
   cuda_engine_t *e = arg;
   cudaSetDevice(e->device);
+  pthread_mutex_lock(&e->mu);
   for (;;) {
-    pthread_mutex_lock(&e->mu);
     if (e->n_launched == 0) spin_for_work(e, &e->n_launched);
     while (e->n_launched == 0 && !(e->stop && e->n_submitted == 0)) pthread_cond_wait(&e->cv, &e->mu);
     if (e->n_launched == 0) {
@@ -786,13 +821,14 @@ static void *completer_main(void *arg) {
       pthread_mutex_unlock(&e->mu);
       return NULL;
     }
-    const launched_t l = e->launched[0];
-    memmove(&e->launched[0], &e->launched[1], --e->n_launched * sizeof l);
+    cudaError_t err;
+    const unsigned at = wait_any_done(e, &err);
+    const launched_t l = e->launched[at];
+    memmove(&e->launched[at], &e->launched[at + 1], (--e->n_launched - at) * sizeof l);
     pthread_mutex_unlock(&e->mu);
     gemmd_batch_t *b = l.b;
     slot_t *s = l.s;
     if (s != NULL) {
-      cudaError_t err = wait_stop_event(e, s);
       b->marks.seen_done = gemmd_now_ns();
       float ms = 0, gemm_ms = 0;
       if (!err) err = cudaEventElapsedTime(&ms, s->start, s->stop);
@@ -811,6 +847,7 @@ static void *completer_main(void *arg) {
       }
     }
     finish_batch(e, b);
+    pthread_mutex_lock(&e->mu);
   }
 }
 
@@ -940,7 +977,11 @@ int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn
                                                      : "gemmd simple (mma.sync)",
            e->use_graphs ? ", graphs" : ", eager");
   pthread_mutex_init(&e->mu, NULL);
-  pthread_cond_init(&e->cv, NULL);
+  pthread_condattr_t monotonic;
+  pthread_condattr_init(&monotonic);
+  pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+  pthread_cond_init(&e->cv, &monotonic); /* the completion thread's timed waits */
+  pthread_condattr_destroy(&monotonic);
   pthread_cond_init(&e->fin_cv, NULL);
   err = cudaSetDevice(e->device);
   int lowest = 0, highest = 0;

@@ -167,6 +167,28 @@ def gemmd_cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def thread_cpu_seconds(pid):
+    """CPU seconds of each of gemmd's threads, summed by thread name."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                head, tail = f.read().rsplit(")", 1)
+        except OSError:  # the thread ended
+            continue
+        name, fields = head.split("(", 1)[1], tail.split()
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return out
+
+
+def machine_cpu_seconds():
+    """(busy, all) CPU seconds of the whole machine since boot, from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + v[4]
+    return (sum(v) - idle) / os.sysconf("SC_CLK_TCK"), sum(v) / os.sysconf("SC_CLK_TCK")
+
+
 def churn_clients(sock, n, until, hello_ms, errors):
     """n threads that connect a shared-memory client (default arena), hold it 0.2 s,
     close it and connect again until `until`; HELLO round trips into hello_ms."""
@@ -269,12 +291,20 @@ def run_groups(g, groups, seconds, churn=0):
     hello_ms, churn_errors = [], []
     churners = churn_clients(g.shm_socket, churn, start_at + seconds, hello_ms, churn_errors) if churn else []
     m0, cpu0, t0 = metrics(g.metrics_port), gemmd_cpu_seconds(g.proc.pid), time.monotonic()
+    th0, mc0 = thread_cpu_seconds(g.proc.pid), machine_cpu_seconds()
     time.sleep(max(0.0, start_at + seconds - time.time()))
     m1, cpu1, t1 = metrics(g.metrics_port), gemmd_cpu_seconds(g.proc.pid), time.monotonic()
+    th1, mc1 = thread_cpu_seconds(g.proc.pid), machine_cpu_seconds()
+    threads = {k: (v - th0.get(k, 0.0)) / (t1 - t0) for k, v in th1.items() if v - th0.get(k, 0.0) > 0}
+    machine_busy = (mc1[0] - mc0[0]) / (t1 - t0)
+    print("# CPU cores: machine busy %.2f of %d; gemmd's threads: %s" % (
+        machine_busy, os.cpu_count(), ", ".join("%s %.2f" % kv for kv in sorted(threads.items(), key=lambda kv: -kv[1]))),
+        flush=True)
     rows = []
     for (kind, w, shape, _), ps in zip(groups, procs):
         row = group_row(kind + (" +churn %d" % churn if churn else ""), w, shape, seconds, collect(ps))
         rows.append(add_metrics(row, m0, m1, seconds, (cpu1 - cpu0) / (t1 - t0)))
+        row.update({"machine_busy_cores": machine_busy, "gemmd_thread_cores": threads})
     for t in churners:
         t.join()
     hello_ms.sort()
