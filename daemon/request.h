@@ -1,12 +1,12 @@
 /* One GEMM request on its way through gemmd.
  *
- * A transport (gRPC, shared memory) decodes and validates the caller's message on its
- * own thread, normalizes A (gemmd_request_prepare_a) and fills one of these, then hands
- * it to the loop (gemmd_server_submit). From there the loop owns it: admission, the
- * batcher's queue, a batch on the engine, and finally exactly one call of `respond`,
- * on the loop thread, with status set and, for OK, `d` pointing at the result. After
- * `respond` returns the request's memory is the transport's again; `d` stays valid only
- * during the call.
+ * A transport (gRPC, shared memory) decodes the caller's message on its own thread, has
+ * request_build.h validate it, fill one of these and prepare its operands (inline B made
+ * a weight, A normalized by gemmd_request_prepare_a), then hands it to the loop
+ * (gemmd_server_submit). From there the loop owns it: admission, the batcher's queue, a
+ * batch on the engine, and finally exactly one call of `respond`, on the loop thread,
+ * with status set and, for OK, `d` pointing at the result. After `respond` returns the
+ * request's memory is the transport's again; `d` stays valid only during the call.
  */
 #ifndef GEMMD_DAEMON_REQUEST_H_
 #define GEMMD_DAEMON_REQUEST_H_

@@ -19,8 +19,8 @@
 
 #include "daemon/arena_pins.h"
 #include "daemon/log.h"
+#include "daemon/request_build.h"
 #include "daemon/status.h"
-#include "daemon/validate.h"
 #include "gemmd/shm_v1.h"
 #include "kernels/errors.h"
 
@@ -114,8 +114,7 @@ typedef struct {
 typedef struct prep_job_s {
   uv_work_t work;
   shm_op_t *op;
-  gemmd_operand_t a, b;
-  int inline_b;
+  gemmd_gemm_operands_t ops;
   int code;
   char msg[128];
 } prep_job_t;
@@ -265,20 +264,27 @@ static int in_data(const shm_client_t *c, uint64_t offset, uint64_t len) {
          offset - c->data_offset <= c->data_bytes - len;
 }
 
-/* An operand described by an entry: validated shape and dtype, its bytes and scales in
- * the data region. Fills *op. Returns a gRPC code with msg. */
-static int operand_in_arena(shm_client_t *c, const char *what, gemmd_operand_role_t role,
-                            uint32_t rows, uint32_t cols, int dtype, int layout, uint64_t off,
-                            uint64_t scales_off, gemmd_operand_t *op, char *msg, size_t n) {
-  const gemmd_limits_t *lim = &c->ss->srv->limits;
+/* An operand as an entry describes it. An entry carries no byte or scale counts of its
+ * own: what came is what the shape needs (nothing for an unknown dtype or layout, which
+ * validation refuses before anything is read). */
+static gemmd_matrix_in_t matrix_in_entry(const char *what, gemmd_operand_role_t role,
+                                         uint32_t rows, uint32_t cols, int dtype, int layout) {
   const size_t esz = gemmd_dtype_is_valid(dtype) ? gemmd_dtype_size((gemmd_dtype_t)dtype) : 0;
-  const uint64_t bytes = (uint64_t)rows * cols * esz;
   const size_t ns = gemmd_scale_layout_is_valid(layout)
                         ? gemmd_scale_count((gemmd_scale_layout_t)layout, rows, cols)
                         : 0;
-  const gemmd_matrix_in_t in = {what, role, rows, cols, dtype, layout, (size_t)bytes, ns};
-  int code = gemmd_validate_matrix(&in, lim, msg, n);
-  if (code) return code;
+  const gemmd_matrix_in_t in = {what, role, rows, cols, dtype, layout,
+                                (size_t)((uint64_t)rows * cols * esz), ns};
+  return in;
+}
+
+/* A validated operand's bytes at `off` and its scales at `scales_off`, inside the data
+ * region. Fills *op. Returns a gRPC code with msg. */
+static int locate_in_arena(const shm_client_t *c, const gemmd_matrix_in_t *in, uint64_t off,
+                           uint64_t scales_off, gemmd_operand_t *op, char *msg, size_t n) {
+  const char *what = in->what;
+  const uint64_t bytes = in->data_bytes;
+  const size_t ns = in->n_scales;
   if (!in_data(c, off, bytes)) {
     snprintf(msg, n, "%s: %" PRIu64 " bytes at offset %" PRIu64 " are outside the data region",
              what, bytes, off);
@@ -293,65 +299,74 @@ static int operand_in_arena(shm_client_t *c, const char *what, gemmd_operand_rol
              scales_off);
     return GEMMD_CODE_INVALID_ARGUMENT;
   }
-  *op = (gemmd_operand_t){rows, cols, cols, (gemmd_dtype_t)dtype, c->arena + off,
-                          (gemmd_scale_layout_t)layout,
+  *op = (gemmd_operand_t){in->rows, in->cols, in->cols, (gemmd_dtype_t)in->dtype, c->arena + off,
+                          (gemmd_scale_layout_t)in->layout,
                           ns ? (const float *)(const void *)(c->arena + scales_off) : NULL};
   return GEMMD_CODE_OK;
 }
 
+/* A GEMM entry, for the request builder's locate hook. */
+typedef struct {
+  const shm_client_t *c;
+  const gemmd_shm_sqe_t *e;
+} gemm_entry_t;
+
+/* The locate hook of a GEMM entry: A's or inline B's offsets, by role. */
+static int locate_in_entry(const void *ctx, const gemmd_matrix_in_t *in, gemmd_operand_t *op, char *msg,
+                           size_t n) {
+  const gemm_entry_t *g = ctx;
+  if (in->role == GEMMD_OPERAND_A) {
+    return locate_in_arena(g->c, in, g->e->a_offset, g->e->a_scales_offset, op, msg, n);
+  }
+  return locate_in_arena(g->c, in, g->e->b_offset, g->e->b_scales_offset, op, msg, n);
+}
+
 static int take_gemm(shm_client_t *c, const gemmd_shm_sqe_t *e, shm_op_t *op, char *msg, size_t n) {
   gemmd_request_t *r = &op->req;
-  gemmd_operand_t a, b;
-  int code = operand_in_arena(c, "a", GEMMD_OPERAND_A, e->m, e->k, e->a_dtype, e->a_layout,
-                              e->a_offset, e->a_scales_offset, &a, msg, n);
-  if (code) return code;
-  code = gemmd_validate_out_dtype(e->out_dtype, &r->out_dtype, msg, n);
-  if (code) return code;
-  uint32_t n_cols;
+  const gemm_entry_t entry = {c, e};
+  gemmd_gemm_desc_t d = {
+      .request_id = e->request_id,
+      .a = matrix_in_entry("a", GEMMD_OPERAND_A, e->m, e->k, e->a_dtype, e->a_layout),
+      .out_dtype = e->out_dtype,
+      .b_kind = GEMMD_B_NONE,
+      .locate = locate_in_entry,
+      .locate_ctx = &entry};
+  char no_b[64];
   if (e->b_source == GEMMD_SHM_B_WEIGHT) {
-    const gemmd_weight_t *w = gemmd_weights_find_id(&c->ss->srv->weights, e->weight_id);
-    if (w == NULL) {
-      snprintf(msg, n, "no weight with weight_id %" PRIu64 " is registered", e->weight_id);
-      return GEMMD_CODE_NOT_FOUND;
-    }
-    r->weight_id = e->weight_id;
-    n_cols = w->n;
+    d.b_kind = GEMMD_B_WEIGHT_ID;
+    d.weight_id = e->weight_id;
   } else if (e->b_source == GEMMD_SHM_B_INLINE) {
-    code = operand_in_arena(c, "b", GEMMD_OPERAND_B, e->n, e->k, e->b_dtype, e->b_layout,
-                            e->b_offset, e->b_scales_offset, &b, msg, n);
-    if (code) return code;
-    n_cols = e->n;
+    d.b_kind = GEMMD_B_INLINE;
+    d.b = matrix_in_entry("b", GEMMD_OPERAND_B, e->n, e->k, e->b_dtype, e->b_layout);
   } else {
-    snprintf(msg, n, "B source %u is neither 0 (weight) nor 1 (inline)", e->b_source);
-    return GEMMD_CODE_INVALID_ARGUMENT;
+    snprintf(no_b, sizeof no_b, "B source %u is neither 0 (weight) nor 1 (inline)", e->b_source);
+    d.no_b = no_b;
   }
-  const uint64_t d_bytes = (uint64_t)e->m * n_cols * gemmd_dtype_size(r->out_dtype);
+  /* On the loop: a weight is looked up here, for its N, which D's bounds need. */
+  gemmd_gemm_operands_t ops;
+  int code = gemmd_request_build(r, &d, &c->ss->srv->limits, &c->ss->srv->weights, &ops, msg, n);
+  if (code) return code;
+  const uint64_t d_bytes = (uint64_t)e->m * r->n * gemmd_dtype_size(r->out_dtype);
   if (e->d_capacity < d_bytes || !in_data(c, e->d_offset, d_bytes)) {
     snprintf(msg, n, "D needs %" PRIu64 " bytes inside the data region at offset %" PRIu64
              " (capacity given %" PRIu64 ")", d_bytes, e->d_offset, e->d_capacity);
     return GEMMD_CODE_INVALID_ARGUMENT;
   }
   const int quantizes_a = c->ss->srv->engine->quantizes_a;
-  const int inline_b = e->b_source == GEMMD_SHM_B_INLINE;
-  const int heavy = gemmd_request_a_quantizes(&a, quantizes_a) || (inline_b && !gemmd_dtype_is_fp8(b.dtype));
-  if (heavy) {
+  if (gemmd_request_operands_quantize(&ops, quantizes_a)) {
     op->prep = calloc(1, sizeof *op->prep);
     if (op->prep == NULL) {
       snprintf(msg, n, "out of memory");
       return GEMMD_CODE_RESOURCE_EXHAUSTED;
     }
-    *op->prep = (prep_job_t){.op = op, .a = a, .b = b, .inline_b = inline_b};
+    *op->prep = (prep_job_t){.op = op, .ops = ops};
   } else {
-    if (inline_b && gemmd_weight_from_operand(&b, NULL, NULL, &r->inline_b) != GEMMD_OK) {
-      snprintf(msg, n, "out of memory preparing b");
-      return GEMMD_CODE_RESOURCE_EXHAUSTED;
-    }
-    if (gemmd_request_prepare_a(r, &a, quantizes_a) != GEMMD_OK) {
-      snprintf(msg, n, "out of memory preparing a");
+    const char *failed = "";
+    if (gemmd_request_prepare_operands(r, &ops, quantizes_a, &failed) != GEMMD_OK) {
+      snprintf(msg, n, "out of memory preparing %s", failed);
       return GEMMD_CODE_RESOURCE_EXHAUSTED;
     }
   }
-  r->request_id = e->request_id;
   r->transport = GEMMD_TRANSPORT_SHM;
   r->conn_id = (1ull << 63) | c->id;
   r->accepted_ns = op->accepted_ns;
@@ -383,9 +398,12 @@ typedef struct {
 } reg_job_t;
 
 static int take_register(shm_client_t *c, const gemmd_shm_sqe_t *e, reg_job_t **out, char *msg, size_t n) {
+  const gemmd_matrix_in_t in =
+      matrix_in_entry("weight", GEMMD_OPERAND_B, e->m, e->k, e->a_dtype, e->a_layout);
+  int code = gemmd_validate_matrix(&in, &c->ss->srv->limits, msg, n);
+  if (code) return code;
   gemmd_operand_t w;
-  int code = operand_in_arena(c, "weight", GEMMD_OPERAND_B, e->m, e->k, e->a_dtype, e->a_layout,
-                              e->a_offset, e->a_scales_offset, &w, msg, n);
+  code = locate_in_arena(c, &in, e->a_offset, e->a_scales_offset, &w, msg, n);
   if (code) return code;
   if (e->d_capacity == 0 || e->d_capacity > 255 || !in_data(c, e->d_offset, e->d_capacity)) {
     snprintf(msg, n, "the weight name must be 1 to 255 bytes inside the data region");
@@ -462,14 +480,11 @@ static void reg_done(uv_work_t *req, int status) {
 /* Pool thread: the quantization take_gemm left for later. */
 static void prep_work(uv_work_t *req) {
   prep_job_t *j = req->data;
-  gemmd_request_t *r = &j->op->req;
   const int quantizes_a = j->op->c->ss->srv->engine->quantizes_a;
-  if (j->inline_b && gemmd_weight_from_operand(&j->b, NULL, NULL, &r->inline_b) != GEMMD_OK) {
+  const char *failed = "";
+  if (gemmd_request_prepare_operands(&j->op->req, &j->ops, quantizes_a, &failed) != GEMMD_OK) {
     j->code = GEMMD_CODE_RESOURCE_EXHAUSTED;
-    snprintf(j->msg, sizeof j->msg, "out of memory preparing b");
-  } else if (gemmd_request_prepare_a(r, &j->a, quantizes_a) != GEMMD_OK) {
-    j->code = GEMMD_CODE_RESOURCE_EXHAUSTED;
-    snprintf(j->msg, sizeof j->msg, "out of memory preparing a");
+    snprintf(j->msg, sizeof j->msg, "out of memory preparing %s", failed);
   }
 }
 

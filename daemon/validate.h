@@ -1,6 +1,7 @@
 /* Checks of what a caller sent, with messages a caller can act on (SPEC §2):
  *   "a.scales has 3 values; SCALE_LAYOUT_ROW needs a.rows = 8".
- * Transports call these on their own threads before anything is queued. Each returns 0
+ * The request builder (request_build.h) runs them for a GEMM, and a transport for a weight
+ * it registers, on the transport's own thread before anything is queued. Each returns 0
  * or the gRPC status code to answer with, and writes the message. */
 #ifndef GEMMD_DAEMON_VALIDATE_H_
 #define GEMMD_DAEMON_VALIDATE_H_
