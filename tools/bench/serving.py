@@ -258,6 +258,7 @@ def group_row(label, workers, shape, seconds, got):
         "req_s": requests / seconds, "errors": errors, "first_error": first_error,
         "weight_gb_s": requests / seconds * n * k / 1e9,
         "p50_us": percentile(lat, 0.50) / 1e3, "p99_us": percentile(lat, 0.99) / 1e3,
+        "mean_us": sum(lat) / len(lat) / 1e3 if lat else float("nan"),
         "connect_p50_ms": percentile(connect, 0.5) / 1e6, "connect_max_ms": (connect[-1] if connect else 0) / 1e6,
     }
 
@@ -273,6 +274,10 @@ def add_metrics(row, m0, m1, seconds, cpu_cores):
     for s in STAGES:
         row[s + "_us"] = d('gemmd_batch_stage_seconds_total{stage="%s"}' % s) / batches * 1e6 if batches else 0.0
     row["gemm_us"] = d("gemmd_batch_gemm_seconds_total") / batches * 1e6 if batches else 0.0
+    # gemmd's own share of a request's round trip: arrival to answer, mean over the window
+    transport = "shm" if row["client"].split(":")[-1].strip().split(" ")[0].endswith("shm") else "grpc"
+    n = d('gemmd_request_duration_seconds_count{transport="%s"}' % transport)
+    row["gemmd_mean_us"] = d('gemmd_request_duration_seconds_sum{transport="%s"}' % transport) / n * 1e6 if n else 0.0
     return row
 
 
@@ -477,14 +482,14 @@ def run_mix(g, spec, seconds, decode_shape, decode_ids):
 
 def fmt_table(rows):
     head = ("| client | workers | req/s | weight GB/s | p50 µs | p99 µs | connect p50 / max ms | req/batch "
-            "| gemmd CPU cores | GEMM busy | " + " | ".join(STAGES) + " | GEMM µs/batch | errors |")
+            "| gemmd CPU cores | GEMM busy | " + " | ".join(STAGES) + " | GEMM µs/batch | mean µs: round trip / in gemmd | errors |")
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]
     for r in rows:
-        lines.append("| %s | %d | %.1fk | %.3g | %.1f | %.1f | %.1f / %.1f | %.1f | %.2f | %.0f%% | %s | %.1f | %s |" % (
+        lines.append("| %s | %d | %.1fk | %.3g | %.1f | %.1f | %.1f / %.1f | %.1f | %.2f | %.0f%% | %s | %.1f | %.1f / %.1f | %s |" % (
             r["client"], r["workers"], r["req_s"] / 1e3, r["weight_gb_s"], r["p50_us"], r["p99_us"],
             r["connect_p50_ms"], r["connect_max_ms"], r["req_per_batch"], r["gemmd_cpu_cores"],
             100 * r["gemm_busy"], " | ".join("%.1f" % r[s + "_us"] for s in STAGES), r["gemm_us"],
-            r["errors"] if not r["errors"] else "%d (%s)" % (r["errors"], r["first_error"][:60])))
+            r.get("mean_us", 0.0), r.get("gemmd_mean_us", 0.0), r["errors"] if not r["errors"] else "%d (%s)" % (r["errors"], r["first_error"][:60])))
     return "\n".join(lines)
 
 
@@ -557,7 +562,7 @@ def main():
                                                     out["link"]["both_each_gb_s"]))
         print("\n| torch baseline | workers | req/s | p50 µs | p99 µs | method |\n| --- | --- | --- | --- | --- | --- |")
         for r in trows:
-            print("| %s | %d | %.1fk | %.1f | %.1f | %s |" % (r["baseline"], r["workers"], r["req_s"] / 1e3,
+            print("| %s | %d | %.1fk | %.1f | %.1f / %.1f | %s |" % (r["baseline"], r["workers"], r["req_s"] / 1e3,
                                                           r["p50_us"], r["p99_us"], r["method"]))
     if o.json:
         with open(o.json, "w") as f:
