@@ -22,7 +22,7 @@ extern "C" {
 
 typedef enum {
   GEMMD_GPU_KERNEL_SIMPLE = 0, /* mma.sync, correctness first (sm90_gemm_simple.cu) */
-  GEMMD_GPU_KERNEL_WGMMA = 1,  /* TMA + WGMMA, warp-specialized (sm90_gemm_wgmma.cu) */
+  GEMMD_GPU_KERNEL_WGMMA = 1,  /* TMA + WGMMA, warp-specialized (wgmma/kernel.cu) */
 } gemmd_gpu_kernel_t;
 
 /* Bytes of a CUtensorMap in a batch's scheduling area. */
@@ -36,77 +36,12 @@ uint64_t gemmd_gpu_gemm_sched_bytes(uint32_t n_groups);
 
 /* The host's part of a batch for `kernel`, written into the host copy of the batch buffer
  * (table final, b_data holding device addresses) that will be uploaded to `dev_batch`:
- * for WGMMA, the tile configuration (header.tile_kind and .tile_n,
- * gemmd_gpu_gemm_choose_tiles), the tensor maps and tile prefix sums in the scheduling
- * area, and header.total_tiles. GEMMD_EINVAL for a table the kernel cannot take (zero
+ * for WGMMA, the tile configuration (header.tile_kind, .tile_n and .k_splits, by the
+ * rules of kernels/wgmma/tile_rules.h), the tensor maps and tile prefix sums in the
+ * scheduling area, and header.total_tiles. GEMMD_EINVAL for a table the kernel cannot take (zero
  * sizes, lda/ldb below k or not a multiple of 16, unaligned B), GEMMD_EDEVICE without the
  * driver's tensor-map encoder. Nothing to do (GEMMD_OK) for the other kernels. */
 int gemmd_gpu_gemm_prepare(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch);
-
-/* gemmd_gpu_gemm_prepare encodes each distinct tensor map once (by address, sizes, strides
- * and box: a registered weight's B map is encoded for its first batch, then copied) and
- * remembers up to 16384 (kernels/tmap_cache.h). This forgets them all: benchmarks, for
- * the cost of a batch whose maps are all new. */
-void gemmd_gpu_gemm_forget_maps(void);
-
-/* The stamps probe's record of the last launch (builds with GEMMD_WGMMA_STAMPS=1: per CTA
- * and point, the global timer in ns and the SM's clock, 0 where not reached; `out` holds
- * *ctas x *points x 2 values), or with `out` null zeroes it. Sets *ctas and *points; other
- * builds return GEMMD_ENOTSUP. */
-int gemmd_gpu_gemm_stamps(uint64_t *out, uint32_t *ctas, uint32_t *points);
-
-/* The name of stamp point `point` (0 .. *points - 1 of gemmd_gpu_gemm_stamps), "?" past
- * them; in every build. */
-const char *gemmd_gpu_gemm_stamp_name(uint32_t point);
-/* The same probe's WGMMA timeline: per CTA, consumer warpgroup, K block of the ring's last
- * round (*blocks of them: stage + stages x phase), 64-row half, the SM clock at issue, at
- * completion, and (half 0) before the block's full-barrier wait or (half 1, 256-row tiles)
- * after the stage's release (`out`: *ctas x 2 x *blocks x 2 x 3 values; null zeroes it). */
-int gemmd_gpu_gemm_wg_stamps(uint64_t *out, uint32_t *ctas, uint32_t *blocks);
-
-/* A WGMMA tile configuration: the kind of tile (gemmd_tile_kind_t), its width, and for
- * ROWS128_SPLIT the K parts per tile. */
-typedef struct gemmd_gpu_tiles_s {
-  uint32_t kind;     /* gemmd_tile_kind_t */
-  uint32_t tile_n;   /* columns per tile: 16, 32, 64 or 128; 96 or 192 for ROWS128_WIDE; 96 for ROWS256 */
-  uint32_t k_splits; /* K parts per tile (1 but for ROWS128_SPLIT) */
-} gemmd_gpu_tiles_t;
-
-/* The WGMMA kernel's tile configuration for a batch whose table is `table`, on a GPU of
- * `sms` SMs: the kind from rules measured on the H200 (ROWS128_SPLIT where ROWS128 would
- * need 16-column tiles to fill the SMs and K parts cost less, or where every group has 65
- * to 128 rows and K is long: 2 parts at twice the width), then the width with the
- * least estimated time (waves of tiles over the SMs times a per-K-block cost measured
- * there; docs/bench/kernels.md says which runs): ROWS128_WIDE where 96 or 192 columns
- * cost less than every width of ROWS128, except that where 128 × 192 tiles would win (every
- * group has 256 rows or more) 256 × 96 ROWS256 tiles run instead. Batches whose groups all
- * have at least 256 rows and 512 columns take instead the kind and width whose rounds of
- * tiles over the SMs (ROWS256's pairs over half as many clusters) cost the least, each
- * priced per output and K block as measured there. Host only. */
-gemmd_gpu_tiles_t gemmd_gpu_gemm_choose_tiles(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms);
-
-/* Kinds of tile a request may force; AUTO: the kernel's choice. */
-#define GEMMD_GPU_TILE_KIND_AUTO 0xFFFFFFFFu
-
-/* gemmd_gpu_gemm_prepare with a forced configuration: `kind` a gemmd_tile_kind_t (or
- * GEMMD_GPU_TILE_KIND_AUTO) and tiles of `tile_n` columns (16, 32, 64 or 128, or 96 or
- * 192: ROWS128_WIDE's, which they choose with AUTO; 96 also ROWS256's; 0: the best width
- * for that kind). GEMMD_EINVAL for other values or a width the kind lacks, GEMMD_ENOTSUP
- * for a kind or width the build lacks (gemmd's build has all five kinds and ROWS256 at 96;
- * in a build with fewer, such as the probes, AUTO gives the first kind built where the
- * rule's kind is missing). Benchmarks and tests. */
-int gemmd_gpu_gemm_prepare_tiles(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch, uint32_t kind,
-                                 uint32_t tile_n);
-
-/* gemmd_gpu_gemm_prepare_tiles with K cut into `k_splits` parts per tile (split-K: each
- * part its own unit of the grid, the tile's last part adding the others' FP32 sums in part
- * order): 0 = the kernel's choice, 1 = none (AUTO then never picks ROWS128_SPLIT), up to
- * GEMMD_GPU_MAX_K_SPLITS. Parts are the ROWS128_SPLIT kind's alone (k_splits > 1 with
- * AUTO picks it; with another kind: GEMMD_ENOTSUP) and only for batches whose tiles × parts
- * fit one wave of the grid (GEMMD_EINVAL otherwise). Benchmarks and tests. */
-#define GEMMD_GPU_MAX_K_SPLITS 8
-int gemmd_gpu_gemm_prepare_split(gemmd_gpu_kernel_t kernel, void *host_batch, uint64_t dev_batch, uint32_t kind,
-                                 uint32_t tile_n, uint32_t k_splits);
 
 /* Bytes of the workspace a stream's split-K launches need (ROWS128_SPLIT: the parts' FP32
  * sums and an arrival counter per tile; gemmd_gpu_gemm_parts_run_ws). It must be zeroed

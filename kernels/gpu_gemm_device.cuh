@@ -1,5 +1,5 @@
-// Device helpers every grouped-GEMM kernel shares (sm90_gemm_*.cu): integer ceiling and
-// the output store, rounding FP32 to the table's output dtype (nearest even).
+// Device helpers every grouped-GEMM kernel shares (sm90_gemm_simple.cu, wgmma/): integer
+// ceiling and the output store, rounding FP32 to the table's output dtype (nearest even).
 #ifndef GEMMD_KERNELS_GPU_GEMM_DEVICE_CUH_
 #define GEMMD_KERNELS_GPU_GEMM_DEVICE_CUH_
 

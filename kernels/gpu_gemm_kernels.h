@@ -8,9 +8,9 @@
 
 /* sm90_gemm_simple.cu; fp32_out_only: only the groups whose output is FP32. */
 int gemmd_gpu_gemm_simple(const void *batch, bool fp32_out_only, cudaStream_t stream);
-/* sm90_gemm_wgmma.cu; kinds: the tile kinds whose kernels to launch, 1 << gemmd_tile_kind_t
- * each (a kernel does nothing on a batch of another kind; kinds this build lacks are not
- * launched); workspace: split-K's (gemmd_gpu_gemm_parts_run_ws), NULL for the process's. */
+/* wgmma/kernel.cu; kinds: the tile kinds whose kernels to launch, 1 << gemmd_tile_kind_t
+ * each (a kernel does nothing on a batch of another kind); workspace: split-K's
+ * (gemmd_gpu_gemm_parts_run_ws), NULL for the process's. */
 int gemmd_gpu_gemm_wgmma(const void *batch, uint32_t kinds, void *workspace, cudaStream_t stream);
 
 #endif /* GEMMD_KERNELS_GPU_GEMM_KERNELS_H_ */

@@ -16,6 +16,7 @@
 #include "kernels/cuda_check.h"
 #include "kernels/errors.h"
 #include "kernels/gpu_gemm.h"
+#include "kernels/gpu_gemm_bench.h"
 #include "kernels/quantize.h"
 #include "kernels/ref_gemm.h"
 #include "kernels/testutil.h"

@@ -54,7 +54,7 @@ typedef struct gemmd_quant_job_s {
   uint64_t reserved2;
 } gemmd_quant_job_t;
 
-/* The WGMMA kernel's kinds of output tile (sm90_gemm_wgmma.cu), chosen per batch with the
+/* The WGMMA kernel's kinds of output tile (wgmma/layout.cuh), chosen per batch with the
  * tile width. */
 typedef enum {
   GEMMD_TILE_ROWS128 = 0,           /* 128 rows; the epilogue writes 16-byte pieces */

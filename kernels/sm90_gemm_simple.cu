@@ -1,7 +1,7 @@
 // The first correct grouped FP8 GEMM for sm_90a (issue 5): mma.sync m16n8k32 on FP8,
 // shared-memory tiles, FP32 promotion every 128 of K with the scales applied there, a
 // persistent grid that walks every group of the device-resident table. Speed is issue 6's
-// (sm90_gemm_*.cu with TMA and WGMMA); this one is the correctness baseline and the
+// (wgmma/kernel.cu, with TMA and WGMMA); this one is the correctness baseline and the
 // fallback for any shape.
 //
 // Phases of the kernel, per output tile of BM×BN:

@@ -146,7 +146,7 @@ class CudaEngine(unittest.TestCase):
     def test_split_k_and_256_row_tiles(self):
         # One request of 64 or 128 rows against a 2112×7168 weight runs split-K (K in parts,
         # the last part adding the others' sums from the slot's workspace: ROWS128_SPLIT,
-        # kernels/tile_choice_test.cc holds the choice), and 512 rows against a 1024×2048
+        # kernels/wgmma/tile_rules_test.cc holds the choice), and 512 rows against a 1024×2048
         # weight run 256-row tiles (ROWS256): each its own kernel and graph.
         with H.Gemmd("--backend", "cuda") as d:
             pb = self.pb

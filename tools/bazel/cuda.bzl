@@ -20,19 +20,24 @@ NVCC_FLAGS = [
     "-lineinfo",
 ]
 
-def cuda_library(name, srcs, hdrs = [], deps = [], copts = [], visibility = None, **kwargs):
-    """A cc_library whose objects nvcc made from `srcs` (.cu) for sm_90a."""
+def cuda_library(name, srcs, hdrs = [], deps = [], copts = [], nvcc_inputs = [], visibility = None, **kwargs):
+    """A cc_library whose objects nvcc made from `srcs` (.cu) for sm_90a.
+
+    `srcs` may name another package's files (a label); nvcc then needs that package's
+    headers as well, in `nvcc_inputs` (a filegroup the package exports).
+    """
     if not CUDA_ENABLED:
         return
-    # nvcc sees the package's own headers; headers of other packages come in `hdrs`.
-    local_hdrs = [h for h in native.glob(["*.h", "*.cuh"], allow_empty = True) if h not in hdrs]
+    # nvcc sees the package's own headers (its folders' too); headers of other packages come
+    # in `hdrs` or `nvcc_inputs`.
+    local_hdrs = [h for h in native.glob(["**/*.h", "**/*.cuh"], allow_empty = True) if h not in hdrs]
     objs = []
     for src in srcs:
-        stem = src.replace("/", "_").rsplit(".", 1)[0]
+        stem = src.split(":")[-1].replace("/", "_").rsplit(".", 1)[0]
         obj = "_objs_%s/%s.o" % (name, stem)
         native.genrule(
             name = "%s_%s_nvcc" % (name, stem),
-            srcs = [src] + hdrs + local_hdrs,
+            srcs = [src] + hdrs + local_hdrs + nvcc_inputs,
             outs = [obj],
             cmd = " ".join([NVCC] + CUDA_ARCH_FLAGS + NVCC_FLAGS + copts + [
                 "-I.",
@@ -43,7 +48,8 @@ def cuda_library(name, srcs, hdrs = [], deps = [], copts = [], visibility = None
                 "$@",
             ]),
             message = "nvcc sm_90a %s" % src,
-            # "manual" libraries (probe builds) keep their nvcc step out of `//...` too.
+            # "manual" libraries (instrumented and candidate builds) keep their nvcc step out
+            # of `//...` too.
             tags = kwargs.get("tags", []),
             testonly = kwargs.get("testonly", False),
         )

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Refits the tile-width cost model (choose_tile_n in kernels/sm90_gemm_wgmma.cu) to a
+"""Refits the tile-width cost model (best_width in kernels/wgmma/tile_rules.cc) to a
 gemm_bench width sweep and reports how well each set of constants picks the width.
 
     gemm_bench --kernel wgmma --tile-n 16,32,64,128 > sweep.log      # on the GPU

@@ -76,10 +76,10 @@ class Fit(unittest.TestCase):
 
 class Kernel(unittest.TestCase):
     def test_current_constants_are_the_kernels(self):
-        with open(sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "../../kernels/sm90_gemm_wgmma.cu")) as f:
+        with open(sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "../../kernels/wgmma/tile_rules.cc")) as f:
             src = f.read()
         m = re.search(r"\(([0-9.]+) \+ ([0-9.]+) \* tn\)", src)
-        self.assertIsNotNone(m, "choose_tile_n's cost expression not found")
+        self.assertIsNotNone(m, "best_width's cost expression not found")
         self.assertEqual((float(m.group(1)), float(m.group(2))), fm.CURRENT[:2])
 
 

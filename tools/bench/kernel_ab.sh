@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # On the GPU machine: the kernel gemmd runs against candidate builds, in one call.
 #   1. every gpu_gemm*_test of the bundle (each build against the FP64 reference);
-#   2. gemm_bench and each candidate (kernels:gemm_bench_<name>) over issue 6's cases,
+#   2. gemm_bench and each candidate (kernels/bench:gemm_bench_<name>) over issue 6's cases,
 #      one build after the other, each table to <build>.log;
 #   3. issue 6's summary of each table (kernel_summary.py) and, per case, the candidates'
 #      time over gemm_bench's.
 # Build the bundle with the candidates first (packed, every candidate fits the device tool's
 # 64 MiB):
-#   tools/gpu/gpu_bundle.sh //kernels:gemm_bench_<name> //kernels:gpu_gemm_<name>_test ...
+#   tools/gpu/gpu_bundle.sh //kernels/bench:gemm_bench_<name> //kernels/bench:gpu_gemm_<name>_test ...
 #   tools/bench/kernel_ab.sh gemm_bench_<name> [...]
 # GEMMD_AB_ONLY: gemm_bench --only (substrings, comma-separated); GEMMD_AB_ARGS: more
 # gemm_bench arguments (say "--kinds rows128,tma_store,rows256 --tile-n 16,32,64,128",

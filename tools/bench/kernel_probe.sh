@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # On the GPU machine: where one K block's time goes at the given shapes. Runs gemm_bench
-# and its timing probes (kernels:gemm_bench_probe{1..6}: half of B from L2, no WGMMAs, no
-# loads, no loads and no promotion, no output stores, probe 4 plus the promotion's FFMAs on
-# registers no WGMMA writes; their checks fail by design), then,
+# and the builds named in GEMMD_VARIANTS (gemm_bench_<name> of kernels/bench/BUILD), then,
 # if Nsight Compute can read the counters here, per build: SM clock, L2 bytes, the
 # speed-of-light and compute sections and the average stall reasons (what
-# docs/bench/kernels.md's probe tables were made with). GEMMD_VARIANTS picks the probes,
-# GEMMD_NO_NCU=1 skips ncu. Build the bundle with the probes first:
-#   tools/gpu/gpu_bundle.sh $(printf '//kernels:gemm_bench_probe%d ' 1 2 3 4 5 6)
-#   tools/bench/kernel_probe.sh [--only SUBSTRING]   (default: "dense 4096x7168x")
+# docs/bench/kernels.md's probe tables were made with). GEMMD_NO_NCU=1 skips ncu.
+# The timing probes those tables name (half of B from L2, no WGMMAs, no loads, ...) are no
+# longer in the kernel's code: `git show 9186caf:kernels/sm90_gemm_wgmma.cu` has them
+# (GEMMD_WGMMA_PROBE); one brought back is a candidate build (kernels/bench/BUILD).
+#   tools/gpu/gpu_bundle.sh //kernels/bench:gemm_bench_<name> ...
+#   GEMMD_VARIANTS="gemm_bench_<name> ..." tools/bench/kernel_probe.sh [--only SUBSTRING]
+#   (default: "dense 4096x7168x")
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
 source .gpu/gpu_env.sh
 only="${2:-dense 4096x7168x}"
-variants="${GEMMD_VARIANTS:-gemm_bench_probe1 gemm_bench_probe2 gemm_bench_probe3 gemm_bench_probe4 gemm_bench_probe5 gemm_bench_probe6}"
+variants="${GEMMD_VARIANTS:-}"
 for b in gemm_bench $variants; do
   [ -x ".gpu/bin/$b" ] || { echo "## $b: not in the bundle"; continue; }
   echo "## $b --only '$only'"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The rounds tile rule (kernels/sm90_gemm_wgmma.cu: choose_by_rounds) in Python, scored
+"""The rounds tile rule (kernels/wgmma/tile_rules.cc: choose_by_rounds) in Python, scored
 against gemm_bench logs that timed every kind and width forced (--kinds ... --tile-n ...).
 
   python3 tools/bench/rounds_rule_model.py LOG... [--ps64 46]

@@ -44,11 +44,32 @@ def counts(ins):
     return {"QGMMA": has(r"\bQGMMA\b"), "spills": has(r"\b(STL|LDL)\b"), "TRYWAIT": has(r"TRYWAIT")}
 
 
+def stable_names(names):
+    """{name: the name without its namespaces}: c++filt's demangled name less every `ns::`
+    and `(anonymous namespace)::`, so a kernel pairs with itself across builds that moved it
+    to another file or namespace (an anonymous namespace's mangled name holds the file's
+    path and a hash). Without c++filt, the names as they are."""
+    names = list(names)
+    try:
+        out = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return {n: n for n in names}
+    plain = [re.sub(r"(\(anonymous namespace\)|\w+)::", "", d) for d in out.splitlines()]
+    return dict(zip(names, plain)) if len(plain) == len(names) else {n: n for n in names}
+
+
 def compare(a, b):
-    """Lines: (function, len a, len b, same, counts a, counts b)."""
+    """Lines: (function, len a, len b, same, counts a, counts b). A function of A pairs with
+    B's of the same name, else with B's of the same name less namespaces (stable_names)."""
     out = []
+    sa, sb = stable_names(a), stable_names(b)
+    by_stable = {}
+    for name in b:
+        by_stable.setdefault(sb[name], name)
     for name, ia in a.items():
         ib = b.get(name)
+        if ib is None and sa[name] in by_stable:
+            ib = b[by_stable[sa[name]]]
         same = ib is not None and [x for _, x in ia] == [x for _, x in ib]
         out.append((name, len(ia), None if ib is None else len(ib), same, counts(ia),
                     None if ib is None else counts(ib)))

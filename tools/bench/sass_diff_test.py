@@ -53,6 +53,18 @@ class SassDiff(unittest.TestCase):
         self.assertEqual(cb, {"QGMMA": 4, "spills": 2, "TRYWAIT": 1})
         self.assertIsNone(lines["k3"][2])  # only in A
 
+    def test_pairs_functions_across_namespaces(self):
+        # The same kernel in an anonymous namespace (its mangled name holds the file) and in
+        # gemmd::wgmma pairs up; a kernel of another name does not.
+        old = "_ZN51_GLOBAL__N__fbc4a741_18_sm90_gemm_wgmma_cu_b34d92ba23wgmma_gemm_kernel_jointEPKhPf"
+        new = "_ZN5gemmd5wgmma23wgmma_gemm_kernel_jointEPKhPf"
+        a = sd.read(listing({old: LOOP, "k9": ["EXIT"]}))
+        b = sd.read(listing({new: LOOP}))
+        lines = {line[0]: line for line in sd.compare(a, b)}
+        if sd.stable_names([new])[new] != new:  # c++filt is there
+            self.assertEqual(lines[old][1:4], (len(LOOP), len(LOOP), True))
+        self.assertIsNone(lines["k9"][2])
+
     def test_qgmma_runs_and_gaps(self):
         funcs = sd.read(listing({"k1": LOOP}))
         self.assertEqual(sd.runs(funcs["k1"]), [(0x10, [1, 0]), (0x10 * 75, [])])

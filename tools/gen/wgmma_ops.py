@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Writes kernels/sm90_wgmma_ops.cuh: the FP8 WGMMA instructions the GEMM kernels use,
+"""Writes kernels/wgmma/wgmma_ops.cuh: the FP8 WGMMA instructions the GEMM kernels use,
 one function per tile width N and per input-type pair, since PTX spells every accumulator
-register out.  Run: python3 tools/gen/wgmma_ops.py > kernels/sm90_wgmma_ops.cuh"""
+register out.  Run: python3 tools/gen/wgmma_ops.py > kernels/wgmma/wgmma_ops.cuh"""
 
 WIDTHS = (16, 32, 64, 96, 128, 192, 256)
-# The A-from-registers form (session 23's mainloop probe: A read from shared memory once
-# per K step and used by two column halves).
+# The A-from-registers form (kernels/bench/mainloop_probe.cu: A read from shared memory
+# once per K step and used by two column halves).
 RS_WIDTHS = (64, 128)
 TYPES = (("e4m3", "e4m3"), ("e4m3", "e5m2"), ("e5m2", "e4m3"), ("e5m2", "e5m2"))
 

@@ -12,11 +12,11 @@ targets=(
   //kernels:gpu_quantize_test
   //daemon:gemmd
   //client:gemmctl
-  //kernels:gemm_bench
+  //kernels/bench:gemm_bench
 )
-# More GPU tests and tools join this list as they are written. Tests of candidate kernel
-# builds (tag "candidate") come only when named, with their gemm_bench_<name>:
-#   tools/gpu/gpu_bundle.sh //kernels:gemm_bench_<name> //kernels:gpu_gemm_<name>_test
+# More GPU tests and tools join this list as they are written. Instrumented and candidate
+# kernel builds (kernels/bench/BUILD; their tests tagged "candidate") come only when named:
+#   tools/gpu/gpu_bundle.sh //kernels/bench:gemm_bench_<name> //kernels/bench:gpu_gemm_<name>_test
 for t in $(bazel query 'kind(cc_test, attr(tags, "gpu", tests(//...))) except attr(tags, "candidate", tests(//...))' 2>/dev/null); do
   case " ${targets[*]} " in *" $t "*) ;; *) targets+=("$t") ;; esac
 done

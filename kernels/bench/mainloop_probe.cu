@@ -1,4 +1,4 @@
-// Main-loop probe (session 23, docs/bench/kernels.md): the K loop of gemmd's 256-row tiles
+// Main-loop probe (docs/bench/kernels.md): the K loop of gemmd's 256-row tiles
 // without its epilogue, scales or scheduling, in forms that differ only in how a consumer
 // warpgroup feeds the tensor cores, so one device call can say whether shared-memory
 // traffic bounds the long-K cases and what a change of form would buy.
@@ -17,7 +17,7 @@
 //   cols_ss: as cols_rs with A from shared memory (read by both halves): rows_ss's bytes.
 //   n256_ss: as cols_ss with one 64 × 256 WGMMA per K step (no room for totals: never
 //     promoted): the fewest bytes per FLOP a warpgroup can read.
-//   rows3_ss (session 24): three consumer warpgroups of 64 rows × 128 columns each, so each
+//   rows3_ss: three consumer warpgroups of 64 rows × 128 columns each, so each
 //     CTA 192 rows × 128 columns (the pair shares A's 192 rows by multicast, 96 rows each),
 //     one 64 × 128 WGMMA group per warpgroup and K block; 40 KB stages, 512 threads
 //     (setmaxnreg 24 / 160). While one warpgroup waits and promotes, the other two have
@@ -49,7 +49,7 @@
 
 #include "kernels/cuda_check.h"
 #include "kernels/fp8.h"
-#include "kernels/sm90_wgmma_ops.cuh"
+#include "kernels/wgmma/ptx.cuh"
 
 namespace {
 
@@ -75,33 +75,24 @@ struct Params {
   unsigned long long *clocks;   // per CTA: clock64 and %globaltimer at start and end
 };
 
-__device__ __forceinline__ uint32_t smem_addr(const void *p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ uint32_t cluster_rank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-__device__ __forceinline__ void mbar_init(uint64_t *bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive_peer(uint64_t *bar) {
-  asm volatile(
-      "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_addr(bar)),
-      "r"(cluster_rank() ^ 1u)
-      : "memory");
-}
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t *bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
-}
+// gemmd's kernel's PTX wrappers (kernels/wgmma/ptx.cuh): the same instructions.
+using gemmd::wgmma::cluster_rank;
+using gemmd::wgmma::cluster_sync;
+using gemmd::wgmma::desc_of_lo;  // K-major 128-byte rows, 128-byte swizzle, 8-row groups 1024 bytes apart
+using gemmd::wgmma::ld_shared_f32;
+using gemmd::wgmma::mbar_arrive;
+using gemmd::wgmma::mbar_arrive_expect_tx;
+using gemmd::wgmma::mbar_arrive_peer;
+using gemmd::wgmma::mbar_init;
+using gemmd::wgmma::smem_addr;
+using gemmd::wgmma::tma_load_2d;
+using gemmd::wgmma::tma_load_2d_multicast;  // into the same offset of both CTAs of the pair
+using gemmd::wgmma::wgmma_commit;
+using gemmd::wgmma::wgmma_fence;
+using gemmd::wgmma::wgmma_wait;
+
+// Waits until the phase with this parity has completed: a spin in one asm, without the
+// kernel's timeout.
 __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity) {
   asm volatile(
       "{\n.reg .pred p;\nWAIT_%=:\n"
@@ -110,34 +101,6 @@ __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity) {
       "r"(parity)
       : "memory");
 }
-__device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, uint64_t *bar, uint32_t x, uint32_t y) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
-          smem_addr(dst)),
-      "l"(map), "r"(x), "r"(y), "r"(smem_addr(bar))
-      : "memory");
-}
-// Into the same offset of both CTAs of the pair, counted on each one's barrier.
-__device__ __forceinline__ void tma_load_both(void *dst, const CUtensorMap *map, uint64_t *bar, uint32_t x,
-                                              uint32_t y) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, "
-      "%3}], [%4], %5;" ::"r"(smem_addr(dst)),
-      "l"(map), "r"(x), "r"(y), "r"(smem_addr(bar)), "h"((uint16_t)3)
-      : "memory");
-}
-__device__ __forceinline__ float ld_shared_f32(const float *p) {
-  float v;
-  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(smem_addr(p)));
-  return v;
-}
-// K-major 128-byte rows, 128-byte swizzle, 8-row groups 1024 bytes apart (gemmd's kernel's).
-__device__ __forceinline__ uint64_t desc_of_lo(uint32_t lo) {
-  return uint64_t(lo) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
-}
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
 
 // One K block (4 WGMMAs of 32 bytes of K) from shared memory.
 template <uint32_t N>
@@ -181,7 +144,7 @@ __device__ __forceinline__ void load_a_frags(uint32_t (&a)[BK / 32][4], uint32_t
 
 // How a 64 × 128 block result joins the totals. Only kFfma64, kFadd64 and kMulAdd64 give the
 // sums (the probe's scales are all 1); the others time a share of the instructions.
-// kMulAdd64 (session 24): each element scaled by an FMUL, then added by an FADD (two
+// kMulAdd64: each element scaled by an FMUL, then added by an FADD (two
 // 2-source instructions instead of one 3-source FFMA).
 enum Promo : uint32_t { kNone = 0, kFfma16 = 1, kFfma32 = 2, kFfma64 = 3, kFadd64 = 4, kMulAdd64 = 5 };
 const char *const kPromoNames[] = {"none", "ffma16", "ffma32", "ffma64", "fadd64", "muladd"};
@@ -275,14 +238,14 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(threads_of(F), 1)
           } else {
             mbar_arrive_expect_tx(&full[stage], kStageBytes - (skip_b ? 128 * BK : 0));
             if (F == kRows3SS) {  // A's 192 rows shared (this CTA brings 96), B's own 128
-              tma_load_both(dst + rank * 96 * BK, &tm_a, &full[stage], kb * BK, m0 + 96 * rank);
-              if (!skip_b) tma_load(dst + 192 * BK, &tm_b, &full[stage], kb * BK, n0 + 128 * rank);
+              tma_load_2d_multicast(dst + rank * 96 * BK, &tm_a, &full[stage], kb * BK, m0 + 96 * rank);
+              if (!skip_b) tma_load_2d(dst + 192 * BK, &tm_b, &full[stage], kb * BK, n0 + 128 * rank);
             } else if (F == kRowsSS) {  // A's 256 rows shared (this CTA brings half), B's own 128
-              tma_load_both(dst + rank * 16384, &tm_a, &full[stage], kb * BK, m0 + 128 * rank);
-              if (!skip_b) tma_load(dst + 32768, &tm_b, &full[stage], kb * BK, n0 + 128 * rank);
+              tma_load_2d_multicast(dst + rank * 16384, &tm_a, &full[stage], kb * BK, m0 + 128 * rank);
+              if (!skip_b) tma_load_2d(dst + 32768, &tm_b, &full[stage], kb * BK, n0 + 128 * rank);
             } else {  // A's own 128 rows, B's 256 shared (this CTA brings half)
-              tma_load(dst, &tm_a, &full[stage], kb * BK, m0 + 128 * rank);
-              tma_load_both(dst + 16384 + rank * 16384, &tm_b, &full[stage], kb * BK, n0 + 128 * rank);
+              tma_load_2d(dst, &tm_a, &full[stage], kb * BK, m0 + 128 * rank);
+              tma_load_2d_multicast(dst + 16384 + rank * 16384, &tm_b, &full[stage], kb * BK, n0 + 128 * rank);
             }
           }
           loads++;
@@ -324,7 +287,7 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(threads_of(F), 1)
           issue_ss<128>(blk, lo + wg * 64 * (BK / 16), lo + 192 * BK / 16);
           const uint32_t r = wg * 64 + warp * 16 + lane / 4;
           const float s0 = ld_shared_f32(&sc[r]), s1 = ld_shared_f32(&sc[r + 8]);
-          wgmma_wait0();
+          wgmma_wait<0>();
           release(&empty[stage]);
           promote<64, P>(total, blk, s0, s1);
         } else if constexpr (F == kRowsSS) {
@@ -337,7 +300,7 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(threads_of(F), 1)
             if (T == kTurnIssued && (wg == 0 || !last)) bar_arrive(2 - wg);
             const uint32_t r = wg * 128 + h * 64 + warp * 16 + lane / 4;
             const float s0 = ld_shared_f32(&sc[r]), s1 = ld_shared_f32(&sc[r + 8]);
-            wgmma_wait0();
+            wgmma_wait<0>();
             if (T == kTurnDone && (wg == 0 || !last)) bar_arrive(2 - wg);
             group++;
             if (h == 1) release(&empty[stage]);
@@ -359,7 +322,7 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(threads_of(F), 1)
               issue_ss<128>(blk, a_lo, b_lo);
             }
             const float sb = ld_shared_f32(&sc[128 + c]);
-            wgmma_wait0();
+            wgmma_wait<0>();
             if (c == 1) release(&empty[stage]);
             promote<64, P>(total + c * 64, blk, s0 * sb, s1 * sb);
           }
@@ -367,7 +330,7 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(threads_of(F), 1)
           float blk[128];
           issue_ss<256>(blk, lo + wg * 64 * (BK / 16), lo + 16384 / 16);
           const float s0 = ld_shared_f32(&sc[wg * 64 + warp * 16 + lane / 4]);
-          wgmma_wait0();
+          wgmma_wait<0>();
           release(&empty[stage]);
           total[0] += blk[0] * s0;
         }
@@ -539,8 +502,8 @@ std::vector<uint8_t> to_host(const uint8_t *d, size_t n) {
 // Every sum of the forms that give them (rows_ss, rows3_ss, cols_ss, cols_rs) against FP64
 // on a small problem. FP8 WGMMA adds within a K block with about 14 bits (kernels.md, "FP8
 // WGMMA accumulates with about 14 bits"), so a sum may be off by a few 2^-13 of the
-// magnitudes it adds, more than its own size where full-range random codes cancel (session
-// 23 call 2: -13828 against -13409.8); the bound is 2^-11 of sum |a·b| per output.
+// magnitudes it adds, more than its own size where full-range random codes cancel
+// (-13828 against -13409.8 seen); the bound is 2^-11 of sum |a·b| per output.
 constexpr uint32_t kCheckM = 768, kCheckN = 512, kCheckK = 1024;
 int check(const Device &dev) {
   const uint32_t m = kCheckM, n = kCheckN, k = kCheckK;

@@ -1,4 +1,4 @@
-#include "kernels/l2_scrub.h"
+#include "kernels/bench/l2_scrub.h"
 
 #include <stdint.h>
 

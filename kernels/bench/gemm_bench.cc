@@ -1,4 +1,4 @@
-// The kernel benchmark (issue 6): gemmd's grouped FP8 GEMM against cuBLASLt, side by side
+// The kernel benchmark: gemmd's grouped FP8 GEMM against cuBLASLt, side by side
 // in one run, on the cases of the issue. Each case: fresh random FP8 inputs (E4M3, A with
 // 1×128 scales, B with 128×128 scales, BF16 out), a check of sampled rows against the FP64
 // reference for both, then timing with an L2 flush before every run (CUDA events, median).
@@ -13,8 +13,8 @@
 // --shape replaces the issue's cases with dense ones of those shapes (say 1x128x128, one
 // tile of one K block: the kernel's fixed cost).
 // --b-scales tensor gives B one scale per tensor instead of 128×128 blocks (A keeps its
-// 1×128 scales: gemmd normalizes every A to them), for issue 6's "block scaling within 5%
-// of per-tensor"; cuBLASLt has no mode for that mix and is not run then.
+// 1×128 scales: gemmd normalizes every A to them), to hold block scaling to within 5% of
+// per-tensor; cuBLASLt has no mode for that mix and is not run then.
 // --tile-n also times the WGMMA kernel with each of those tile widths, and --kinds with
 // each of those kinds of tile (gemmd_tile_kind_t; each checked against FP64 like the
 // kernel's own choice): column "[sweep]", as width:us and kind/width:us; both together
@@ -24,17 +24,17 @@
 // K parts per tile, where the kernel split K).
 // --splits times 128-row tiles with K cut into each of those numbers of parts (split-K, the
 // ROWS128_SPLIT kind; each checked against FP64): cells kS/width:us, "kS:-" where the
-// batch's tiles × S do not fit one wave, "kS:not-built" in builds without the kind.
+// batch's tiles × S do not fit one wave, "kS:not-built" where a build lacks it.
 // --flush clean: the flush before every timed run also reads another 256 MiB (kernels/
-// l2_scrub.h), so L2 holds clean lines when the run starts; the default (dirty) flush is a
+// bench/l2_scrub.h), so L2 holds clean lines when the run starts; the default (dirty) flush is a
 // 256 MiB memset alone, after which L2 is full of written lines the run's own reads must
 // first write back to memory (like a torch cache.zero_() between runs).
-// --stamps (builds with the stamps probe, kernels:gemm_bench_stamps): after each case's
+// --stamps (the instrumented build, kernels/bench:gemm_bench_stamps): after each case's
 // timing one more flushed run of the kernel's own choice, whose per-CTA stamps (kernels/
-// gpu_gemm.h: gemmd_gpu_gemm_stamps) print as a "stamps" line: per point, the median over
+// gpu_gemm_bench.h: gemmd_gpu_gemm_stamps) print as a "stamps" line: per point, the median over
 // the CTAs of the time since the CTA's own start, and how the CTAs' starts and ends spread.
 // --sol: after cuBLASLt, times the case's memory floor under the same flush (kernels/
-// l2_scrub.h: gemmd_stream_floor): one plain launch that reads as many bytes as A, B and
+// bench/l2_scrub.h: gemmd_stream_floor): one plain launch that reads as many bytes as A, B and
 // their scales and writes as many as D, nothing computed; column "sol=" at the end of the
 // row (and sol_us in the CSV). Ours / sol is how far a case is from what moving its bytes
 // costs on this GPU, launch and first-byte latency included.
@@ -57,15 +57,23 @@
 #include <string>
 #include <vector>
 
+#include "kernels/bench/l2_scrub.h"
 #include "kernels/cublaslt_gemm.h"
 #include "kernels/cuda_check.h"
 #include "kernels/errors.h"
 #include "kernels/gpu_gemm.h"
-#include "kernels/l2_scrub.h"
+#include "kernels/gpu_gemm_bench.h"
 #include "kernels/ref_gemm.h"
 #include "kernels/testutil.h"
 
 namespace {
+
+// The tile configuration a batch ran with (its header's, after the prepare).
+struct TileChoice {
+  uint32_t kind;      // gemmd_tile_kind_t
+  uint32_t tile_n;    // columns per tile
+  uint32_t k_splits;  // K parts per tile
+};
 
 template <typename T>
 T *dev_alloc(size_t n) {
@@ -239,7 +247,7 @@ template <typename F>
 void print_stamps(Bench &B, F launch) {
   uint32_t ctas = 0, points = 0;
   if (gemmd_gpu_gemm_stamps(nullptr, &ctas, &points) != GEMMD_OK) {
-    std::printf("  stamps: not in this build (kernels:gemm_bench_stamps has them)\n");
+    std::printf("  stamps: not in this build (kernels/bench:gemm_bench_stamps has them)\n");
     return;
   }
   uint32_t wg_ctas = 0, wg_blocks = 0;  // (zeroed here; read after the run)
@@ -386,13 +394,13 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
   // Ours with tiles of `kind` (GEMMD_GPU_TILE_KIND_AUTO: the kernel's own choice),
   // `tile_n` columns and K in `k_splits` parts (0: the kernel's own choice): prepare,
   // upload, check, then time. `chosen` gets the tile configuration the batch ran with.
-  auto run_ours = [&](uint32_t kind, uint32_t tile_n, uint32_t k_splits, bool check, gemmd_gpu_tiles_t *chosen) {
+  auto run_ours = [&](uint32_t kind, uint32_t tile_n, uint32_t k_splits, bool check, TileChoice *chosen) {
     Timing t;
     TEST_CHECK(gemmd_gpu_gemm_prepare_split(B.kernel, host.data(), reinterpret_cast<uint64_t>(batch), kind, tile_n,
                                             k_splits) == GEMMD_OK,
                "prepare, kind %u tile_n %u k_splits %u", kind, tile_n, k_splits);
     const auto *hdr = reinterpret_cast<const gemmd_batch_header_t *>(host.data());
-    *chosen = gemmd_gpu_tiles_t{hdr->tile_kind, hdr->tile_n, hdr->k_splits};
+    *chosen = TileChoice{hdr->tile_kind, hdr->tile_n, hdr->k_splits};
     CUDA_OK(cudaMemcpy(batch, host.data(), total, cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemset(batch + h.d_arena, 0xFF, d_bytes));
     // the batch's own launches (its tile kind's kernel), as the engine's graph has them
@@ -409,7 +417,7 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
     return t;
   };
   Timing ours, lt;
-  gemmd_gpu_tiles_t tiles = {};
+  TileChoice tiles = {};
   std::string sweep;
   for (uint32_t tn : B.kinds.empty() ? B.sweep : std::vector<uint32_t>{}) {
     const Timing t = run_ours(GEMMD_GPU_TILE_KIND_AUTO, tn, 0, false, &tiles);  // gpu_gemm_test checks every width
@@ -642,7 +650,7 @@ int main(int argc, char **argv) {
     bool known = false;
     for (const char *flag : kValued) known = known || !std::strcmp(argv[i], flag);
     if (!known || i + 1 >= argc) {
-      std::fprintf(stderr, "gemm_bench: %s '%s' (see the usage at the top of kernels/gemm_bench.cc)\n",
+      std::fprintf(stderr, "gemm_bench: %s '%s' (see the usage at the top of kernels/bench/gemm_bench.cc)\n",
                    known ? "no value after" : "unknown argument", argv[i]);
       return 2;
     }

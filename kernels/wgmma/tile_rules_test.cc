@@ -1,13 +1,17 @@
-// gemmd_gpu_gemm_choose_tiles (gpu_gemm.h), on the host, no GPU needed: for the shapes of
-// the H200 width sweep (docs/bench/kernels.md, v3 run) it must pick the width that was
-// measured fastest there, or one measured within 5% of it; for the shapes where each kind
-// of tile was timed (session 5 of 2026-11-30), the kind measured fastest.
+// The tile rules (tile_rules.h), on the host, no GPU needed: for the shapes of the H200
+// width sweep (docs/bench/kernels.md) it must pick the width that was measured fastest
+// there, or one measured within 5% of it; for the shapes where each kind of tile was timed,
+// a kind measured within 3% of the fastest. Also the launches a batch needs
+// (gemmd_gpu_gemm_parts) and the forced configurations gemmd_gpu_gemm_prepare_split refuses.
+#include "kernels/wgmma/tile_rules.h"
+
 #include <cstdio>
 #include <cstring>
 #include <vector>
 
 #include "kernels/errors.h"
 #include "kernels/gpu_gemm.h"
+#include "kernels/gpu_gemm_bench.h"
 #include "kernels/testutil.h"
 
 namespace {
@@ -18,14 +22,14 @@ struct Case {
   std::vector<uint32_t> good;  // widths measured fastest (within 5%)
 };
 
-gemmd_gpu_tiles_t choose_tiles(uint32_t groups, uint32_t m, uint32_t n, uint32_t k, uint8_t out) {
+gemmd::wgmma::TileConfig choose_tiles(uint32_t groups, uint32_t m, uint32_t n, uint32_t k, uint8_t out) {
   std::vector<gemmd_group_params_t> t(groups);
   for (auto &g : t) {
     g = gemmd_group_params_t{};
     g.m = m, g.n = n, g.k = k;
     g.out_dtype = out;
   }
-  return gemmd_gpu_gemm_choose_tiles(t.data(), groups, 132);
+  return gemmd::wgmma::choose_tiles(t.data(), groups, 132);
 }
 
 uint32_t choose(uint32_t groups, uint32_t m, uint32_t n, uint32_t k, uint8_t out) {
@@ -43,27 +47,25 @@ struct KindCase {
 int main() {
   const Case cases[] = {
       // split-K (ROWS128_SPLIT; unsplit, 16 columns were fastest at 18.3 µs): 2 parts of 32
-      // columns or 4 of 64, 15.0–15.6 µs (session 8)
+      // columns or 4 of 64, 15.0–15.6 µs
       {"8x2112x7168", 1, 8, 2112, 7168, {32, 64}},
       {"8x4096x7168", 1, 8, 4096, 7168, {32}},
       {"8x7168x16384", 1, 8, 7168, 16384, {64}},
       // 2 K parts of 128 columns (split-K: 50.0–50.5 µs vs 51.5–52.6 unsplit at 64)
       {"128x7168x16384", 1, 128, 7168, 16384, {128}},
-      // ROWS128_WIDE at 96 columns: 19.7–19.8 µs vs 20.0 at 64 and 21.6–22.0 at 128 (session
-      // 10, calls 3 and 5)
+      // ROWS128_WIDE at 96 columns: 19.7–19.8 µs vs 20.0 at 64 and 21.6–22.0 at 128
       {"8x24576x1536", 1, 8, 24576, 1536, {96, 64}},
       {"128x24576x1536", 1, 128, 24576, 1536, {96}},
       {"8x32768x512", 1, 8, 32768, 512, {128}},
       {"8x7168x2048", 1, 8, 7168, 2048, {32, 64, 128}},
       {"4096x7168x16384", 1, 4096, 7168, 16384, {128}},
-      // ROWS256 at 96 columns (v23): 134.2 µs vs ROWS128_WIDE's 192 141.2, ROWS256's 128
-      // 144.8 (session 16, call 2); before it, ROWS128_WIDE at 192: 152.3 µs vs 164.4 at 128
-      // (session 10, call 5)
+      // ROWS256 at 96 columns: 134.2 µs vs ROWS128_WIDE's 192 141.2, ROWS256's 128 144.8;
+      // ROWS128_WIDE at 192: 152.3 µs vs 164.4 at 128
       {"4096x2112x7168", 1, 4096, 2112, 7168, {96}},
       {"3840x2112x7168", 1, 3840, 2112, 7168, {128}},
-      // ROWS128 at 64 columns (v25) where the batch has few tiles: 23.9 µs vs ROWS128_WIDE's
+      // ROWS128 at 64 columns where the batch has few tiles: 23.9 µs vs ROWS128_WIDE's
       // 96 29.6 at M = 256; 42.2 vs ROWS256's 96 47.8 at M = 1024; at M = 512 x 4096 x 7168
-      // 128 columns stay (30.5 vs 42.5 at 64) (session 17 call 2)
+      // 128 columns stay (30.5 vs 42.5 at 64)
       {"256x2112x7168", 1, 256, 2112, 7168, {64}},
       {"256x4096x7168", 1, 256, 4096, 7168, {64}},
       {"512x2112x7168", 1, 512, 2112, 7168, {64}},
@@ -83,19 +85,19 @@ int main() {
     }
   }
   // The kind of tile: where each kind was timed as its own kernel (docs/bench/kernels.md,
-  // session 8, raw/2026-12-01-s8-call1-gemm_bench.log), those within 3% of the fastest.
+  // raw/2026-12-01-s8-call1-gemm_bench.log), those within 3% of the fastest.
   constexpr uint32_t R128 = 1u << GEMMD_TILE_ROWS128, TMA = 1u << GEMMD_TILE_ROWS128_TMA_STORE,
                      R256 = 1u << GEMMD_TILE_ROWS256, WIDE = 1u << GEMMD_TILE_ROWS128_WIDE;
   const KindCase kinds[] = {
       {"4096x7168x16384", 1, 4096, 7168, 16384, R256},           // 1054 / 1065 / 1001 µs
-      // ROWS128/128 (v24) 109.8 µs vs the old rule's ROWS256/128 143.8 (session 16 call 7;
-      // every kind forced in call 6: ROWS128/128 110.7-111.8, ROWS256/96 136.6)
+      // ROWS128/128 109.8 µs vs ROWS256/128 143.8 (every kind forced: ROWS128/128
+      // 110.7-111.8, ROWS256/96 136.6)
       {"3840x2112x7168", 1, 3840, 2112, 7168, R128},
-      {"1024x2112x7168", 1, 1024, 2112, 7168, R128},  // at 64 columns (v25, above)
-      {"2048x7168x16384", 1, 2048, 7168, 16384, R256},  // 419.9 µs vs ROWS128/128 434.5 (session 17)
+      {"1024x2112x7168", 1, 1024, 2112, 7168, R128},  // at 64 columns (above)
+      {"2048x7168x16384", 1, 2048, 7168, 16384, R256},  // 419.9 µs vs ROWS128/128 434.5
       {"8192x8192x8192", 1, 8192, 8192, 8192, R256},             // 1244 / 1249 / 1199
-      // ROWS256/96 (v23) 134.2 µs vs ROWS128_WIDE/192 141.2 (session 16 call 2); ROWS128_WIDE/192
-      // 152.3 vs ROWS128/128 164.4 (session 10 call 5)
+      // ROWS256/96 134.2 µs vs ROWS128_WIDE/192 141.2; ROWS128_WIDE/192 152.3 vs ROWS128/128
+      // 164.4
       {"4096x2112x7168", 1, 4096, 2112, 7168, R256},             // 160 / 163 / 183
       {"4096x4096x7168", 1, 4096, 4096, 7168, R128 | TMA | R256},  // 256 / 261 / 262
       {"4096x32768x512", 1, 4096, 32768, 512, R256},             // 234 / 260 / 225
@@ -112,9 +114,9 @@ int main() {
       {"64x2112x7168", 1, 64, 2112, 7168, 1u << GEMMD_TILE_ROWS128_SPLIT},
       {"128x2112x7168", 1, 128, 2112, 7168, 1u << GEMMD_TILE_ROWS128_SPLIT},
       {"64x4096x7168", 1, 64, 4096, 7168, R128 | TMA},
-      {"64x24576x1536", 1, 64, 24576, 1536, WIDE},  // 20.3 µs vs 22.5 at 128 (session 10 call 5)
-      // 2 parts of twice the width where 128-row A tiles are long (session 9 call 2:
-      // 128x4096x7168 23.8 → 22.5 µs, 128x7168x16384 51.5 → 50.0), not at K = 2048
+      {"64x24576x1536", 1, 64, 24576, 1536, WIDE},  // 20.3 µs vs 22.5 at 128
+      // 2 parts of twice the width where 128-row A tiles are long (128x4096x7168 23.8 → 22.5
+      // µs, 128x7168x16384 51.5 → 50.0), not at K = 2048
       {"128x4096x7168", 1, 128, 4096, 7168, 1u << GEMMD_TILE_ROWS128_SPLIT},
       {"128x7168x16384", 1, 128, 7168, 16384, 1u << GEMMD_TILE_ROWS128_SPLIT},
       {"128x7168x2048 (K parts)", 1, 128, 7168, 2048, R128},
@@ -129,7 +131,7 @@ int main() {
   }
   // K parts go with the split kind alone.
   for (const KindCase &c : kinds) {
-    const gemmd_gpu_tiles_t t = choose_tiles(c.groups, c.m, c.n, c.k, GEMMD_DTYPE_BF16);
+    const gemmd::wgmma::TileConfig t = choose_tiles(c.groups, c.m, c.n, c.k, GEMMD_DTYPE_BF16);
     if ((t.k_splits > 1) != (t.kind == GEMMD_TILE_ROWS128_SPLIT) || t.k_splits < 1) {
       std::fprintf(stderr, "%s: kind %u with %u K parts\n", c.name, t.kind, t.k_splits);
       bad++;
@@ -191,7 +193,7 @@ int main() {
     const Refusal refusals[] = {
         {"width 48", GEMMD_TILE_ROWS128, 48, 0, GEMMD_EINVAL},
         {"kind past the last", GEMMD_TILE_KINDS, 0, 0, GEMMD_EINVAL},
-        // 96 and 192 columns are ROWS128_WIDE's, 96 also ROWS256's (v23); ROWS128_WIDE has
+        // 96 and 192 columns are ROWS128_WIDE's, 96 also ROWS256's; ROWS128_WIDE has
         // no others.
         {"width 96 on ROWS128", GEMMD_TILE_ROWS128, 96, 0, GEMMD_EINVAL},
         {"width 96 on ROWS128_TMA_STORE", GEMMD_TILE_ROWS128_TMA_STORE, 96, 0, GEMMD_EINVAL},
@@ -217,7 +219,7 @@ int main() {
                "no device batch");
     TEST_CHECK(host == before, "a refused configuration writes nothing");
   }
-  std::printf("tile_choice_test: %zu widths and %zu kinds, %d wrong\n", sizeof cases / sizeof cases[0],
+  std::printf("tile_rules_test: %zu widths and %zu kinds, %d wrong\n", sizeof cases / sizeof cases[0],
               sizeof kinds / sizeof kinds[0], bad);
   return bad == 0 ? 0 : 1;
 }
