@@ -293,12 +293,7 @@ static char *trim(char *s) {
   return s;
 }
 
-static int load_file(gemmd_config_t *cfg, const char *path, char *err, size_t errlen) {
-  FILE *f = fopen(path, "r");
-  if (f == NULL) {
-    snprintf(err, errlen, "--config %s: %s", path, strerror(errno));
-    return GEMMD_EINVAL;
-  }
+int gemmd_config_read(gemmd_config_t *cfg, FILE *f, const char *path, char *err, size_t errlen) {
   char line[2048];
   int lineno = 0, rc = GEMMD_OK;
   while (rc == GEMMD_OK && fgets(line, sizeof line, f) != NULL) {
@@ -326,6 +321,16 @@ static int load_file(gemmd_config_t *cfg, const char *path, char *err, size_t er
       rc = GEMMD_EINVAL;
     }
   }
+  return rc;
+}
+
+static int load_file(gemmd_config_t *cfg, const char *path, char *err, size_t errlen) {
+  FILE *f = fopen(path, "r");
+  if (f == NULL) {
+    snprintf(err, errlen, "--config %s: %s", path, strerror(errno));
+    return GEMMD_EINVAL;
+  }
+  const int rc = gemmd_config_read(cfg, f, path, err, errlen);
   fclose(f);
   return rc;
 }

@@ -89,6 +89,10 @@ void gemmd_config_defaults(gemmd_config_t *cfg);
 int gemmd_config_load(gemmd_config_t *cfg, int argc, char **argv, char **envp, char *err,
                       size_t errlen);
 
+/* Reads the config file's 'name = value' lines (# comments) from f into cfg; `path`
+ * names it in messages ("gemmd.conf:3: ..."). Returns 0 or GEMMD_EINVAL with err set. */
+int gemmd_config_read(gemmd_config_t *cfg, FILE *f, const char *path, char *err, size_t errlen);
+
 /* Sets one option by name ("max-m") from text; what the file, env and flags all use. */
 int gemmd_config_set(gemmd_config_t *cfg, const char *name, const char *value, char *err,
                      size_t errlen);

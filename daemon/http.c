@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/http_parse.h"
 #include "kernels/errors.h"
 
 #define HTTP_MAX_HEAD 16384      /* request heads longer than this get 431 */
@@ -188,62 +189,21 @@ static void conn_respond_text(conn_t *c, int status, const char *extra, const ch
 
 /* ---- Request parsing ----------------------------------------------------------------- */
 
-/* RFC 9110 token characters. */
-static int is_tchar(unsigned char ch) {
-  if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))
-    return 1;
-  return ch != '\0' && strchr("!#$%&'*+-.^_`|~", ch) != NULL;
-}
-
-/* A request-target character: visible ASCII. */
-static int is_target_char(unsigned char ch) { return ch > 0x20 && ch < 0x7f; }
-
-/* Parses the head c->buf[0 .. head_len) (it ends in "\r\n\r\n") and answers it. */
+/* Answers the head c->buf[0 .. head_len) (it ends in "\r\n\r\n"). */
 static void conn_handle_head(conn_t *c, size_t head_len) {
-  char *p = c->buf;
-  char *const end = c->buf + head_len;
-
-  /* Request line: method SP target SP HTTP/d.d CRLF */
-  char *method = p;
-  while (p < end && is_tchar((unsigned char)*p)) p++;
-  const size_t method_len = (size_t)(p - method);
-  if (method_len == 0 || p >= end || *p != ' ') goto bad;
-  *p++ = '\0';
-  char *target = p;
-  while (p < end && is_target_char((unsigned char)*p)) p++;
-  if (p == target || p >= end || *p != ' ') goto bad;
-  *p++ = '\0';
-  if (end - p < 10 || memcmp(p, "HTTP/", 5) != 0 || p[5] < '0' || p[5] > '9' || p[6] != '.' ||
-      p[7] < '0' || p[7] > '9' || p[8] != '\r' || p[9] != '\n')
-    goto bad;
-  p += 10;
-
-  /* Header fields: name ":" value CRLF, up to the empty line. Only checked for form. */
-  while (!(p[0] == '\r' && p[1] == '\n')) {
-    char *name = p;
-    while (p < end && is_tchar((unsigned char)*p)) p++;
-    if (p == name || p >= end || *p != ':') goto bad;
-    while (p < end && *p != '\r' && *p != '\n') {
-      const unsigned char ch = (unsigned char)*p;
-      if (ch < 0x20 && ch != '\t') goto bad;
-      p++;
-    }
-    if (end - p < 2 || p[0] != '\r' || p[1] != '\n') goto bad;
-    p += 2;
-    if (p >= end) goto bad;
-  }
-
-  const int is_get = strcmp(method, "GET") == 0;
-  const int is_head = strcmp(method, "HEAD") == 0;
-  if (!is_get && !is_head) {
+  gemmd_http_head_t head;
+  const int rc = gemmd_http_parse_head(c->buf, head_len, &head);
+  if (rc == 405) {
     conn_respond_text(c, 405, "Allow: GET, HEAD\r\n", "method not allowed\n", 0);
     return;
   }
-  if (target[0] != '/') goto bad; /* origin-form only */
-  target[strcspn(target, "?#")] = '\0';
-
+  if (rc != 0) {
+    conn_respond_text(c, 400, NULL, "bad request\n", 0);
+    return;
+  }
+  const int is_head = head.is_head;
   gemmd_http_response_t resp = {0, NULL, NULL, 0};
-  c->http->handler(c->http->ctx, target, &resp);
+  c->http->handler(c->http->ctx, head.target, &resp);
   if (c->closing) { /* the handler stopped the server */
     free(resp.body);
     return;
@@ -255,10 +215,6 @@ static void conn_handle_head(conn_t *c, size_t head_len) {
   }
   if (resp.body == NULL) resp.body_len = 0;
   conn_respond(c, resp.status, resp.content_type, NULL, resp.body, resp.body_len, is_head);
-  return;
-
-bad:
-  conn_respond_text(c, 400, NULL, "bad request\n", 0);
 }
 
 /* ---- Reading ------------------------------------------------------------------------- */
@@ -302,13 +258,12 @@ static void conn_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *unused) 
   /* No timer restart here: the whole head must arrive within head_timeout_ms of the
    * connect, however slowly its bytes trickle in. */
   /* Search for the end of the head in the new bytes and the three before them. */
-  const size_t from = c->len >= 3 ? c->len - 3 : 0;
+  const size_t from = c->len;
   c->len += (size_t)nread;
-  for (size_t i = from; i + 4 <= c->len; i++) {
-    if (memcmp(c->buf + i, "\r\n\r\n", 4) == 0) {
-      conn_handle_head(c, i + 4);
-      return;
-    }
+  const size_t head_len = gemmd_http_head_end(c->buf, from, c->len);
+  if (head_len > 0) {
+    conn_handle_head(c, head_len);
+    return;
   }
   if (c->len >= HTTP_MAX_HEAD)
     conn_respond_text(c, 431, NULL, "request header fields too large\n", 0);

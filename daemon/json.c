@@ -150,10 +150,15 @@ static char *parse_string(parser_t *ps) {
         }
         if (cp >= 0xD800 && cp < 0xDC00 && ps->end - ps->p >= 6 && ps->p[0] == '\\' &&
             ps->p[1] == 'u') {
+          /* A low surrogate completes the pair; anything else is read again as an escape
+           * of its own (hex4 may have passed the string's closing quote). */
+          const char *next = ps->p;
           unsigned lo;
           ps->p += 2;
           if (hex4(ps, &lo) == 0 && lo >= 0xDC00 && lo < 0xE000) {
             cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+          } else {
+            ps->p = next;
           }
         }
         put_utf8(out, &n, cp);

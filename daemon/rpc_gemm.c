@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "daemon/log.h"
-#include "daemon/request_build.h"
+#include "daemon/rpc_decode.h"
 #include "daemon/rpc_internal.h"
 #include "daemon/status.h"
 #include "kernels/errors.h"
@@ -14,72 +14,10 @@
 
 /* ---- Decoding ----------------------------------------------------------------------- */
 
-/* The description of a matrix as it came in the message. */
-static gemmd_matrix_in_t matrix_in(const char *what, gemmd_operand_role_t role,
-                                   const Gemmd__V1__Matrix *m) {
-  const gemmd_matrix_in_t in = {what, role, m->rows, m->cols, m->dtype, m->scale_layout,
-                                m->data.len, m->n_scales};
-  return in;
-}
-
-/* The locate hook: the bytes are in the decoded message (ctx), A's or B's by role. */
-static int locate_in_message(const void *ctx, const gemmd_matrix_in_t *in, gemmd_operand_t *op,
-                             char *msg, size_t n) {
-  const Gemmd__V1__GemmRequest *req = ctx;
-  const Gemmd__V1__Matrix *m = in->role == GEMMD_OPERAND_A ? req->a : req->b;
-  *op = (gemmd_operand_t){m->rows,
-                          m->cols,
-                          m->cols,
-                          (gemmd_dtype_t)m->dtype,
-                          m->data.data,
-                          (gemmd_scale_layout_t)m->scale_layout,
-                          m->n_scales ? m->scales : NULL};
-  return GEMMD_CODE_OK;
-}
-
 /* Fills r from a decoded GemmRequest (which must outlive r). Returns a gRPC code. */
 static int decode_request(const gemmd_rpc_t *rpc, const Gemmd__V1__GemmRequest *m,
                           gemmd_request_t *r, char *msg, size_t n) {
-  r->request_id = m->request_id;
-  if (m->a == NULL) {
-    snprintf(msg, n, "a is missing: every GemmRequest needs the A matrix");
-    return GEMMD_CODE_INVALID_ARGUMENT;
-  }
-  gemmd_gemm_desc_t d = {.request_id = m->request_id,
-                         .a = matrix_in("a", GEMMD_OPERAND_A, m->a),
-                         .out_dtype = m->out_dtype,
-                         .b_kind = GEMMD_B_NONE,
-                         .no_b = "no B: set one of weight_id, weight_name or b",
-                         .locate = locate_in_message,
-                         .locate_ctx = m};
-  switch (m->rhs_case) {
-    case GEMMD__V1__GEMM_REQUEST__RHS_WEIGHT_ID:
-      d.b_kind = GEMMD_B_WEIGHT_ID;
-      d.weight_id = m->weight_id;
-      break;
-    case GEMMD__V1__GEMM_REQUEST__RHS_WEIGHT_NAME:
-      d.b_kind = GEMMD_B_WEIGHT_NAME;
-      d.weight_name = m->weight_name;
-      break;
-    case GEMMD__V1__GEMM_REQUEST__RHS_B:
-      d.b_kind = GEMMD_B_INLINE;
-      d.b = matrix_in("b", GEMMD_OPERAND_B, m->b);
-      break;
-    default:
-      break;
-  }
-  gemmd_gemm_operands_t ops;
-  /* Off the loop: the registry is not ours to read, so the loop resolves a named weight. */
-  const int code = gemmd_request_build(r, &d, &rpc->srv->limits, NULL, &ops, msg, n);
-  if (code) return code;
-  const char *failed = "";
-  const int rc = gemmd_request_prepare_operands(r, &ops, rpc->srv->engine->quantizes_a, &failed);
-  if (rc != GEMMD_OK) {
-    snprintf(msg, n, "cannot prepare %s: %s", failed, gemmd_strerror(rc));
-    const int b_internal = failed[0] == 'b' && rc != GEMMD_ENOMEM;
-    return b_internal ? GEMMD_CODE_INTERNAL : GEMMD_CODE_RESOURCE_EXHAUSTED;
-  }
-  return GEMMD_CODE_OK;
+  return gemmd_rpc_decode_gemm(m, &rpc->srv->limits, rpc->srv->engine->quantizes_a, r, msg, n);
 }
 
 /* The packed GemmResponse for an answered request (malloc'd), or NULL. error_code and

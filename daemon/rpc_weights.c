@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/rpc_decode.h"
 #include "daemon/rpc_internal.h"
 #include "daemon/status.h"
-#include "daemon/validate.h"
 #include "kernels/errors.h"
 
 
@@ -37,16 +37,9 @@ typedef struct {
   rpc_call_t base;
   rpc_tag_t on_recv;
   grpc_byte_buffer *recv_buf;
-  int started, finished; /* header seen; status sent */
-  int counted;           /* holds one of --max-registrations */
-  char name[256];
-  uint32_t rows, cols;
-  gemmd_dtype_t dtype;
-  gemmd_scale_layout_t layout;
-  uint8_t *data;
-  size_t data_len, data_want, data_cap;
-  float *scales;
-  size_t n_scales, scales_want, scales_cap; /* scales_cap in bytes */
+  int finished; /* status sent */
+  int counted;  /* holds one of --max-registrations */
+  gemmd_weight_upload_t up;
 } reg_call_t;
 
 size_t rpc_register_call_size(void) { return sizeof(reg_call_t); }
@@ -54,8 +47,7 @@ size_t rpc_register_call_size(void) { return sizeof(reg_call_t); }
 static void reg_cleanup(rpc_call_t *c) {
   reg_call_t *r = (reg_call_t *)c;
   if (r->counted) atomic_fetch_sub(&c->rpc->registrations, 1);
-  free(r->data);
-  free(r->scales);
+  gemmd_weight_upload_free(&r->up);
   if (r->recv_buf) grpc_byte_buffer_destroy(r->recv_buf);
 }
 
@@ -93,38 +85,14 @@ static void reg_submit(gemmd_server_t *srv, void *arg) {
 /* The whole weight is here: check it is complete, make the weight, post it. */
 static void reg_complete(reg_call_t *r) {
   char msg[512];
-  if (!r->started) {
-    reg_fail(r, GEMMD_CODE_INVALID_ARGUMENT, "the stream ended before any RegisterWeightRequest");
-    return;
-  }
-  if (r->data_len != r->data_want || r->n_scales != r->scales_want) {
-    snprintf(msg, sizeof msg,
-             "the stream ended after %zu of %zu weight.data bytes and %zu of %zu weight.scales",
-             r->data_len, r->data_want, r->n_scales, r->scales_want);
-    reg_fail(r, GEMMD_CODE_INVALID_ARGUMENT, msg);
-    return;
-  }
-  const gemmd_operand_t op = {r->rows,  r->cols, r->cols, r->dtype, r->data,
-                              r->layout, r->scales_want ? r->scales : NULL};
   gemmd_weight_t *w;
-  /* FP8 bytes are taken over by the weight; other dtypes are quantized here. */
-  const int fp8 = gemmd_dtype_is_fp8(r->dtype);
-  const int rc = gemmd_weight_from_operand(&op, NULL, NULL, &w);
-  if (rc != GEMMD_OK) {
-    snprintf(msg, sizeof msg, "cannot prepare the weight: %s", gemmd_strerror(rc));
-    reg_fail(r, GEMMD_CODE_RESOURCE_EXHAUSTED, msg);
+  const int code = gemmd_weight_upload_finish(&r->up, &w, msg, sizeof msg);
+  if (code != GEMMD_CODE_OK) {
+    reg_fail(r, code, msg);
     return;
   }
-  if (fp8) {
-    w->owned_data = r->data;
-    w->owned_scales = r->scales;
-    r->data = NULL;
-    r->scales = NULL;
-  }
-  w->name = strdup(r->name);
   reg_post_t *p = malloc(sizeof *p);
-  if (w->name == NULL || p == NULL) {
-    free(p);
+  if (p == NULL) {
     gemmd_weight_free(w);
     reg_fail(r, GEMMD_CODE_RESOURCE_EXHAUSTED, "out of memory");
     return;
@@ -135,94 +103,27 @@ static void reg_complete(reg_call_t *r) {
   gemmd_server_post(r->base.rpc->srv, reg_submit, p);
 }
 
-/* First message: name and header. Returns a gRPC code. */
-static int reg_start(reg_call_t *r, const Gemmd__V1__RegisterWeightRequest *m, char *msg,
-                     size_t n) {
-  const gemmd_rpc_t *rpc = r->base.rpc;
-  if (m->name == NULL || m->name[0] == '\0' || strlen(m->name) >= sizeof r->name) {
-    snprintf(msg, n, "name must be 1 to %zu characters in the first message", sizeof r->name - 1);
-    return GEMMD_CODE_INVALID_ARGUMENT;
-  }
-  if (m->weight == NULL) {
-    snprintf(msg, n, "weight is missing: the first message carries the Matrix header");
-    return GEMMD_CODE_INVALID_ARGUMENT;
-  }
-  const Gemmd__V1__Matrix *h = m->weight;
-  /* Check the header as if complete, so sizes and layouts are refused before the data. */
-  const size_t esz = gemmd_dtype_size((gemmd_dtype_t)h->dtype);
-  const size_t want = (size_t)h->rows * h->cols * esz;
-  const size_t want_s = gemmd_scale_layout_is_valid(h->scale_layout)
-                            ? gemmd_scale_count((gemmd_scale_layout_t)h->scale_layout, h->rows, h->cols)
-                            : 0;
-  const gemmd_matrix_in_t in = {"weight", GEMMD_OPERAND_B, h->rows, h->cols, h->dtype,
-                                h->scale_layout, want, want_s};
-  int code = gemmd_validate_matrix(&in, &rpc->srv->limits, msg, n);
-  if (code) return code;
-  const uint64_t stored = (uint64_t)h->rows * h->cols + 4 * want_s;
-  if (stored > rpc->srv->cfg->weight_memory_bytes) {
-    snprintf(msg, n, "weight '%s' needs %" PRIu64 " bytes, over the whole budget of %" PRIu64
-             " (--weight-memory-bytes)", m->name, stored, rpc->srv->cfg->weight_memory_bytes);
-    return GEMMD_CODE_RESOURCE_EXHAUSTED;
-  }
+/* The upload's admission: one of --max-registrations. */
+static int reg_admit(void *ctx, char *msg, size_t n) {
+  reg_call_t *r = ctx;
+  gemmd_rpc_t *rpc = r->base.rpc;
   const int64_t limit = rpc->srv->cfg->max_registrations;
-  if (atomic_fetch_add(&((gemmd_rpc_t *)rpc)->registrations, 1) >= limit) {
-    atomic_fetch_sub(&((gemmd_rpc_t *)rpc)->registrations, 1);
+  if (atomic_fetch_add(&rpc->registrations, 1) >= limit) {
+    atomic_fetch_sub(&rpc->registrations, 1);
     snprintf(msg, n, "%" PRId64 " weights are being registered already (--max-registrations); retry "
              "when one is done", limit);
     return GEMMD_CODE_RESOURCE_EXHAUSTED;
   }
   r->counted = 1;
-  snprintf(r->name, sizeof r->name, "%s", m->name);
-  r->rows = h->rows;
-  r->cols = h->cols;
-  r->dtype = (gemmd_dtype_t)h->dtype;
-  r->layout = (gemmd_scale_layout_t)h->scale_layout;
-  r->data_want = want;
-  r->scales_want = want_s;
-  r->started = 1;
   return GEMMD_CODE_OK;
 }
 
-/* Grows *buf to hold `need` bytes (never past `want`): memory follows the data that came,
- * not the size a header claims. 0, or -1 out of memory. */
-static int grow(void **buf, size_t *cap, size_t need, size_t want) {
-  if (need <= *cap) return 0;
-  size_t c = *cap ? *cap : 1 << 20;
-  while (c < need) c *= 2;
-  if (c > want) c = want;
-  void *p = realloc(*buf, c + 1);
-  if (p == NULL) return -1;
-  *buf = p;
-  *cap = c;
-  return 0;
-}
-
-/* Appends one message's data and scales. Returns a gRPC code. */
-static int reg_append(reg_call_t *r, const Gemmd__V1__RegisterWeightRequest *m, char *msg,
-                      size_t n) {
-  if (m->weight == NULL) return GEMMD_CODE_OK;
-  const Gemmd__V1__Matrix *h = m->weight;
-  if (h->data.len > r->data_want - r->data_len) {
-    snprintf(msg, n, "weight.data runs past %zu bytes, the size of a %u x %u %s weight",
-             r->data_want, r->rows, r->cols, gemmd_dtype_name(r->dtype));
-    return GEMMD_CODE_INVALID_ARGUMENT;
-  }
-  if (h->n_scales > r->scales_want - r->n_scales) {
-    snprintf(msg, n, "weight.scales runs past the %zu values %s needs", r->scales_want,
-             gemmd_scale_layout_name(r->layout));
-    return GEMMD_CODE_INVALID_ARGUMENT;
-  }
-  if (grow((void **)&r->data, &r->data_cap, r->data_len + h->data.len, r->data_want) != 0 ||
-      grow((void **)&r->scales, &r->scales_cap, sizeof(float) * (r->n_scales + h->n_scales),
-           sizeof(float) * r->scales_want) != 0) {
-    snprintf(msg, n, "out of memory for a %zu-byte weight", r->data_want);
-    return GEMMD_CODE_RESOURCE_EXHAUSTED;
-  }
-  if (h->data.len) memcpy(r->data + r->data_len, h->data.data, h->data.len);
-  r->data_len += h->data.len;
-  if (h->n_scales) memcpy(r->scales + r->n_scales, h->scales, sizeof(float) * h->n_scales);
-  r->n_scales += h->n_scales;
-  return GEMMD_CODE_OK;
+/* First message: name and header. Returns a gRPC code. */
+static int reg_start(reg_call_t *r, const Gemmd__V1__RegisterWeightRequest *m, char *msg,
+                     size_t n) {
+  const gemmd_server_t *srv = r->base.rpc->srv;
+  return gemmd_weight_upload_start(&r->up, m, &srv->limits, srv->cfg->weight_memory_bytes, reg_admit, r,
+                                   msg, n);
 }
 
 static void reg_recv(reg_call_t *r);
@@ -252,8 +153,8 @@ static void on_reg_recv(rpc_tag_t *tag, int ok) {
     snprintf(msg, sizeof msg, "a message is not a valid gemmd.v1.RegisterWeightRequest");
     code = GEMMD_CODE_INVALID_ARGUMENT;
   } else {
-    if (!r->started) code = reg_start(r, m, msg, sizeof msg);
-    if (code == GEMMD_CODE_OK) code = reg_append(r, m, msg, sizeof msg);
+    if (!r->up.started) code = reg_start(r, m, msg, sizeof msg);
+    if (code == GEMMD_CODE_OK) code = gemmd_weight_upload_append(&r->up, m, msg, sizeof msg);
     gemmd__v1__register_weight_request__free_unpacked(m, NULL);
   }
   if (code != GEMMD_CODE_OK) {

@@ -13,17 +13,18 @@
 #include "daemon/json.h"
 #include "kernels/errors.h"
 
-/* The file mapping, shared by the weights that point into it. */
+/* The file mapping (or the caller's bytes), shared by the weights that point into it. */
 typedef struct {
-  void *addr;
+  const void *addr;
   size_t len;
+  int mapped; /* munmap'ed with the last reference; else the caller's */
   atomic_int refs;
 } mapping_t;
 
 static void mapping_unref(void *p) {
   mapping_t *m = p;
   if (atomic_fetch_sub(&m->refs, 1) == 1) {
-    munmap(m->addr, m->len);
+    if (m->mapped) munmap((void *)m->addr, m->len);
     free(m);
   }
 }
@@ -125,39 +126,17 @@ static int is_scale_name(const char *name) {
          (n > 6 && strcmp(name + n - 6, "_scale") == 0);
 }
 
-int gemmd_safetensors_load(const char *path, void (*fn)(void *ctx, gemmd_weight_t *w), void *ctx,
-                           int *skipped, char *err, size_t errlen) {
-  *skipped = 0;
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-    return GEMMD_EIO;
-  }
-  struct stat st;
-  if (fstat(fd, &st) != 0 || st.st_size < 8) {
-    close(fd);
-    snprintf(err, errlen, "%s is not a safetensors file (too short)", path);
-    return GEMMD_EINVAL;
-  }
-  mapping_t *map = calloc(1, sizeof *map);
-  void *addr = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-  close(fd);
-  if (map == NULL || addr == MAP_FAILED) {
-    free(map);
-    if (addr != MAP_FAILED) munmap(addr, (size_t)st.st_size);
-    snprintf(err, errlen, "cannot map %s: %s", path, strerror(errno));
-    return GEMMD_EIO;
-  }
-  map->addr = addr;
-  map->len = (size_t)st.st_size;
-  atomic_init(&map->refs, 1); /* ours, dropped at the end */
-
+/* The weights of the file at map (our reference, dropped here); `path` names it. */
+static int parse(mapping_t *map, const char *path, void (*fn)(void *ctx, gemmd_weight_t *w), void *ctx,
+                 int *skipped, char *err, size_t errlen) {
+  const void *addr = map->addr;
+  const uint64_t size = map->len;
   uint64_t header_len;
   memcpy(&header_len, addr, 8);
   int rc = GEMMD_EINVAL;
   gemmd_json_t *root = NULL;
   tensor_t *ts = NULL;
-  if (header_len > (uint64_t)st.st_size - 8 || header_len > (100u << 20)) {
+  if (header_len > size - 8 || header_len > (100u << 20)) {
     snprintf(err, errlen, "%s: header length %llu does not fit the file", path,
              (unsigned long long)header_len);
     goto out;
@@ -169,7 +148,7 @@ int gemmd_safetensors_load(const char *path, void (*fn)(void *ctx, gemmd_weight_
     goto out;
   }
   const uint8_t *data = (const uint8_t *)addr + 8 + header_len;
-  const uint64_t data_len = (uint64_t)st.st_size - 8 - header_len;
+  const uint64_t data_len = size - 8 - header_len;
   ts = calloc(root->n + 1, sizeof *ts);
   if (ts == NULL) {
     snprintf(err, errlen, "out of memory");
@@ -212,7 +191,22 @@ int gemmd_safetensors_load(const char *path, void (*fn)(void *ctx, gemmd_weight_
     w->dtype = e4m3 ? GEMMD_DTYPE_FP8_E4M3 : GEMMD_DTYPE_FP8_E5M2;
     w->scale_layout = layout;
     w->data = data + t->begin;
-    w->scales = s ? (const float *)(const void *)(data + s->begin) : NULL;
+    const uint8_t *sp = s ? data + s->begin : NULL;
+    if (sp != NULL && (uintptr_t)sp % _Alignof(float) != 0) {
+      /* Tensors are packed back to back: scales after an FP8 tensor of odd size are not
+       * aligned for floats in the file, so the weight gets an aligned copy of its own. */
+      w->owned_scales = malloc(s->end - s->begin);
+      if (w->owned_scales == NULL) {
+        gemmd_weight_free(w);
+        snprintf(err, errlen, "out of memory");
+        rc = GEMMD_ENOMEM;
+        goto out;
+      }
+      memcpy(w->owned_scales, sp, s->end - s->begin);
+      w->scales = w->owned_scales;
+    } else {
+      w->scales = (const float *)(const void *)sp;
+    }
     w->bytes = (uint64_t)w->n * w->k + (s ? s->end - s->begin : 0);
     w->refs = 1;
     atomic_fetch_add(&map->refs, 1);
@@ -227,4 +221,53 @@ out:
   gemmd_json_free(root);
   mapping_unref(map);
   return rc;
+}
+
+int gemmd_safetensors_load(const char *path, void (*fn)(void *ctx, gemmd_weight_t *w), void *ctx,
+                           int *skipped, char *err, size_t errlen) {
+  *skipped = 0;
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+    return GEMMD_EIO;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_size < 8) {
+    close(fd);
+    snprintf(err, errlen, "%s is not a safetensors file (too short)", path);
+    return GEMMD_EINVAL;
+  }
+  mapping_t *map = calloc(1, sizeof *map);
+  void *addr = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (map == NULL || addr == MAP_FAILED) {
+    free(map);
+    if (addr != MAP_FAILED) munmap(addr, (size_t)st.st_size);
+    snprintf(err, errlen, "cannot map %s: %s", path, strerror(errno));
+    return GEMMD_EIO;
+  }
+  map->addr = addr;
+  map->len = (size_t)st.st_size;
+  map->mapped = 1;
+  atomic_init(&map->refs, 1); /* ours, dropped at the end */
+  return parse(map, path, fn, ctx, skipped, err, errlen);
+}
+
+int gemmd_safetensors_parse(const void *bytes, size_t len, const char *what,
+                            void (*fn)(void *ctx, gemmd_weight_t *w), void *ctx, int *skipped,
+                            char *err, size_t errlen) {
+  *skipped = 0;
+  if (len < 8) {
+    snprintf(err, errlen, "%s is not a safetensors file (too short)", what);
+    return GEMMD_EINVAL;
+  }
+  mapping_t *map = calloc(1, sizeof *map);
+  if (map == NULL) {
+    snprintf(err, errlen, "out of memory");
+    return GEMMD_ENOMEM;
+  }
+  map->addr = bytes;
+  map->len = len;
+  atomic_init(&map->refs, 1); /* ours, dropped at the end */
+  return parse(map, what, fn, ctx, skipped, err, errlen);
 }

@@ -24,4 +24,10 @@
 int gemmd_safetensors_load(const char *path, void (*fn)(void *ctx, gemmd_weight_t *w), void *ctx,
                            int *skipped, char *err, size_t errlen);
 
+/* The same for a file's bytes in memory (`what` names them in messages): the weights
+ * point into bytes, which must outlive them. */
+int gemmd_safetensors_parse(const void *bytes, size_t len, const char *what,
+                            void (*fn)(void *ctx, gemmd_weight_t *w), void *ctx, int *skipped,
+                            char *err, size_t errlen);
+
 #endif /* GEMMD_DAEMON_SAFETENSORS_H_ */

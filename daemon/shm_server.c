@@ -20,12 +20,13 @@
 #include "daemon/arena_pins.h"
 #include "daemon/log.h"
 #include "daemon/request_build.h"
+#include "daemon/shm_check.h"
 #include "daemon/status.h"
 #include "gemmd/shm_v1.h"
 #include "kernels/errors.h"
 
 
-enum { MIN_ENTRIES = 8, MAX_ENTRIES = 65536, DEFAULT_ENTRIES = 256, MAX_IDS = 64 };
+enum { MAX_IDS = 64 };
 
 typedef enum { HANDSHAKE, ACTIVE, CLOSING } client_state_t;
 
@@ -258,100 +259,21 @@ static pin_mode_t pin_mode(const shm_client_t *c) { return c->pins_ready ? c->ss
 
 /* ---- Taking entries ----------------------------------------------------------------------- */
 
-/* [offset, offset + len) inside the data region, without overflow. */
-static int in_data(const shm_client_t *c, uint64_t offset, uint64_t len) {
-  return offset >= c->data_offset && len <= c->data_bytes &&
-         offset - c->data_offset <= c->data_bytes - len;
-}
-
-/* An operand as an entry describes it. An entry carries no byte or scale counts of its
- * own: what came is what the shape needs (nothing for an unknown dtype or layout, which
- * validation refuses before anything is read). */
-static gemmd_matrix_in_t matrix_in_entry(const char *what, gemmd_operand_role_t role,
-                                         uint32_t rows, uint32_t cols, int dtype, int layout) {
-  const size_t esz = gemmd_dtype_is_valid(dtype) ? gemmd_dtype_size((gemmd_dtype_t)dtype) : 0;
-  const size_t ns = gemmd_scale_layout_is_valid(layout)
-                        ? gemmd_scale_count((gemmd_scale_layout_t)layout, rows, cols)
-                        : 0;
-  const gemmd_matrix_in_t in = {what, role, rows, cols, dtype, layout,
-                                (size_t)((uint64_t)rows * cols * esz), ns};
-  return in;
-}
-
-/* A validated operand's bytes at `off` and its scales at `scales_off`, inside the data
- * region. Fills *op. Returns a gRPC code with msg. */
-static int locate_in_arena(const shm_client_t *c, const gemmd_matrix_in_t *in, uint64_t off,
-                           uint64_t scales_off, gemmd_operand_t *op, char *msg, size_t n) {
-  const char *what = in->what;
-  const uint64_t bytes = in->data_bytes;
-  const size_t ns = in->n_scales;
-  if (!in_data(c, off, bytes)) {
-    snprintf(msg, n, "%s: %" PRIu64 " bytes at offset %" PRIu64 " are outside the data region",
-             what, bytes, off);
-    return GEMMD_CODE_INVALID_ARGUMENT;
-  }
-  if (ns > 0 && scales_off % 4 != 0) {
-    snprintf(msg, n, "%s.scales offset %" PRIu64 " is not 4-byte aligned", what, scales_off);
-    return GEMMD_CODE_INVALID_ARGUMENT;
-  }
-  if (ns > 0 && !in_data(c, scales_off, 4 * (uint64_t)ns)) {
-    snprintf(msg, n, "%s.scales: %zu floats at %" PRIu64 " outside the data region", what, ns,
-             scales_off);
-    return GEMMD_CODE_INVALID_ARGUMENT;
-  }
-  *op = (gemmd_operand_t){in->rows, in->cols, in->cols, (gemmd_dtype_t)in->dtype, c->arena + off,
-                          (gemmd_scale_layout_t)in->layout,
-                          ns ? (const float *)(const void *)(c->arena + scales_off) : NULL};
-  return GEMMD_CODE_OK;
-}
-
-/* A GEMM entry, for the request builder's locate hook. */
-typedef struct {
-  const shm_client_t *c;
-  const gemmd_shm_sqe_t *e;
-} gemm_entry_t;
-
-/* The locate hook of a GEMM entry: A's or inline B's offsets, by role. */
-static int locate_in_entry(const void *ctx, const gemmd_matrix_in_t *in, gemmd_operand_t *op, char *msg,
-                           size_t n) {
-  const gemm_entry_t *g = ctx;
-  if (in->role == GEMMD_OPERAND_A) {
-    return locate_in_arena(g->c, in, g->e->a_offset, g->e->a_scales_offset, op, msg, n);
-  }
-  return locate_in_arena(g->c, in, g->e->b_offset, g->e->b_scales_offset, op, msg, n);
+/* The client's arena as its entries may reach it (shm_check.h). */
+static gemmd_shm_region_t region_of(const shm_client_t *c) {
+  const gemmd_shm_region_t rg = {c->arena, c->data_offset, c->data_bytes};
+  return rg;
 }
 
 static int take_gemm(shm_client_t *c, const gemmd_shm_sqe_t *e, shm_op_t *op, char *msg, size_t n) {
   gemmd_request_t *r = &op->req;
-  const gemm_entry_t entry = {c, e};
-  gemmd_gemm_desc_t d = {
-      .request_id = e->request_id,
-      .a = matrix_in_entry("a", GEMMD_OPERAND_A, e->m, e->k, e->a_dtype, e->a_layout),
-      .out_dtype = e->out_dtype,
-      .b_kind = GEMMD_B_NONE,
-      .locate = locate_in_entry,
-      .locate_ctx = &entry};
-  char no_b[64];
-  if (e->b_source == GEMMD_SHM_B_WEIGHT) {
-    d.b_kind = GEMMD_B_WEIGHT_ID;
-    d.weight_id = e->weight_id;
-  } else if (e->b_source == GEMMD_SHM_B_INLINE) {
-    d.b_kind = GEMMD_B_INLINE;
-    d.b = matrix_in_entry("b", GEMMD_OPERAND_B, e->n, e->k, e->b_dtype, e->b_layout);
-  } else {
-    snprintf(no_b, sizeof no_b, "B source %u is neither 0 (weight) nor 1 (inline)", e->b_source);
-    d.no_b = no_b;
-  }
-  /* On the loop: a weight is looked up here, for its N, which D's bounds need. */
+  const gemmd_shm_region_t rg = region_of(c);
   gemmd_gemm_operands_t ops;
-  int code = gemmd_request_build(r, &d, &c->ss->srv->limits, &c->ss->srv->weights, &ops, msg, n);
+  uint64_t d_bytes;
+  /* On the loop: a weight is looked up here, for its N, which D's bounds need. */
+  const int code = gemmd_shm_build_gemm(&rg, e, &c->ss->srv->limits, &c->ss->srv->weights, r, &ops,
+                                        &d_bytes, msg, n);
   if (code) return code;
-  const uint64_t d_bytes = (uint64_t)e->m * r->n * gemmd_dtype_size(r->out_dtype);
-  if (e->d_capacity < d_bytes || !in_data(c, e->d_offset, d_bytes)) {
-    snprintf(msg, n, "D needs %" PRIu64 " bytes inside the data region at offset %" PRIu64
-             " (capacity given %" PRIu64 ")", d_bytes, e->d_offset, e->d_capacity);
-    return GEMMD_CODE_INVALID_ARGUMENT;
-  }
   const int quantizes_a = c->ss->srv->engine->quantizes_a;
   if (gemmd_request_operands_quantize(&ops, quantizes_a)) {
     op->prep = calloc(1, sizeof *op->prep);
@@ -398,38 +320,19 @@ typedef struct {
 } reg_job_t;
 
 static int take_register(shm_client_t *c, const gemmd_shm_sqe_t *e, reg_job_t **out, char *msg, size_t n) {
-  const gemmd_matrix_in_t in =
-      matrix_in_entry("weight", GEMMD_OPERAND_B, e->m, e->k, e->a_dtype, e->a_layout);
-  int code = gemmd_validate_matrix(&in, &c->ss->srv->limits, msg, n);
-  if (code) return code;
+  const gemmd_shm_region_t rg = region_of(c);
   gemmd_operand_t w;
-  code = locate_in_arena(c, &in, e->a_offset, e->a_scales_offset, &w, msg, n);
+  char name[256];
+  const int code = gemmd_shm_check_register(&rg, e, &c->ss->srv->limits, &c->ss->srv->weights, &w, name,
+                                            msg, n);
   if (code) return code;
-  if (e->d_capacity == 0 || e->d_capacity > 255 || !in_data(c, e->d_offset, e->d_capacity)) {
-    snprintf(msg, n, "the weight name must be 1 to 255 bytes inside the data region");
-    return GEMMD_CODE_INVALID_ARGUMENT;
-  }
-  const char *name = (const char *)c->arena + e->d_offset;
-  if (strnlen(name, e->d_capacity) != e->d_capacity) {
-    snprintf(msg, n, "the weight name must be 1 to 255 bytes with no NUL");
-    return GEMMD_CODE_INVALID_ARGUMENT;
-  }
-  /* Before any copy: a weight that cannot fit the budget's free bytes is refused now. */
-  const gemmd_weights_t *ws = &c->ss->srv->weights;
-  const uint64_t stored = (uint64_t)w.rows * w.cols, free_bytes = ws->budget > ws->bytes ? ws->budget - ws->bytes : 0;
-  if (stored > free_bytes) {
-    snprintf(msg, n, "a %u x %u weight needs %" PRIu64 " bytes; %" PRIu64 " of the budget are free "
-             "(--weight-memory-bytes)", w.rows, w.cols, stored, free_bytes);
-    return GEMMD_CODE_RESOURCE_EXHAUSTED;
-  }
   reg_job_t *j = calloc(1, sizeof *j);
   if (j == NULL) {
     snprintf(msg, n, "out of memory");
     return GEMMD_CODE_RESOURCE_EXHAUSTED;
   }
   j->src = w;
-  memcpy(j->name, name, e->d_capacity);
-  j->name[e->d_capacity] = '\0';
+  memcpy(j->name, name, sizeof j->name);
   *out = j;
   return GEMMD_CODE_OK;
 }
@@ -509,21 +412,11 @@ static void prep_done(uv_work_t *req, int status) {
 }
 
 /* One entry, copied out of the ring. Answers it now (refused) or hands it on. */
-/* Whether an entry's reserved bytes are all 0 (version 1 gives them no meaning yet; a
- * later version may, and must not be mistaken for this one). */
-static int reserved_clear(const gemmd_shm_sqe_t *e) {
-  if (e->reserved0 != 0) return 0;
-  for (size_t i = 0; i < sizeof e->reserved1; i++) {
-    if (e->reserved1[i] != 0) return 0;
-  }
-  return 1;
-}
-
 static void take_entry(shm_client_t *c, const gemmd_shm_sqe_t *e) {
   gemmd_server_t *srv = c->ss->srv;
   const uint64_t accepted = gemmd_now_ns();
   char msg[512];
-  if (!reserved_clear(e)) {
+  if (!gemmd_shm_reserved_clear(e)) {
     publish_error(c, e, GEMMD_CODE_INVALID_ARGUMENT, "entry reserved bytes must be 0", accepted);
     return;
   }
@@ -551,25 +444,10 @@ static void take_entry(shm_client_t *c, const gemmd_shm_sqe_t *e) {
       snprintf(msg, sizeof msg, "weight_id 0 names no weight");
       break;
     case GEMMD_SHM_OP_WEIGHT_INFO: {
+      const gemmd_shm_region_t rg = region_of(c);
       const gemmd_weight_t *iw = NULL;
-      char name[256] = "";
-      if (e->weight_id != 0) {
-        iw = gemmd_weights_find_id(&srv->weights, e->weight_id);
-        snprintf(msg, sizeof msg, "no weight with weight_id %" PRIu64 " is registered", e->weight_id);
-      } else if (e->d_capacity >= 1 && e->d_capacity <= 255 && in_data(c, e->d_offset, e->d_capacity)) {
-        memcpy(name, c->arena + e->d_offset, e->d_capacity);
-        name[e->d_capacity] = '\0';
-        iw = gemmd_weights_find_name(&srv->weights, name);
-        snprintf(msg, sizeof msg, "no weight named '%.200s' is registered", name);
-      } else {
-        code = GEMMD_CODE_INVALID_ARGUMENT;
-        snprintf(msg, sizeof msg, "name the weight: an id, or a 1-255 byte name in the data region");
-        break;
-      }
-      if (iw == NULL) {
-        code = GEMMD_CODE_NOT_FOUND;
-        break;
-      }
+      code = gemmd_shm_find_weight(&rg, e, &srv->weights, &iw, msg, sizeof msg);
+      if (code != GEMMD_CODE_OK) break;
       gemmd_shm_cqe_t cqe;
       memset(&cqe, 0, sizeof cqe);
       cqe.request_id = e->request_id;
@@ -845,33 +723,18 @@ static void handshake(shm_client_t *c) {
   gemmd_shm_server_t *ss = c->ss;
   const gemmd_config_t *cfg = ss->srv->cfg;
   /* Room for more than a HELLO, so that a longer message is seen as such, not cut. */
-  union {
-    gemmd_shm_hello_t hello;
-    uint8_t bytes[2 * sizeof(gemmd_shm_hello_t)];
-  } in;
-  gemmd_shm_hello_t hello;
-  const ssize_t got = recv(c->sock, &in, sizeof in, MSG_DONTWAIT);
-  hello = in.hello;
+  uint8_t in[2 * sizeof(gemmd_shm_hello_t)];
+  const ssize_t got = recv(c->sock, in, sizeof in, MSG_DONTWAIT);
   if (got < 0 && (errno == EAGAIN || errno == EINTR)) return;
   if (got <= 0) {
     close_client(c, "closed before HELLO");
     return;
   }
   char msg[224];
-  if ((size_t)got != sizeof hello || memcmp(hello.magic, GEMMD_SHM_MAGIC, 8) != 0) {
-    refuse(c, GEMMD_CODE_INVALID_ARGUMENT, "expected a 32-byte GEMMDSH1 HELLO (docs/shm-protocol.md)");
-    return;
-  }
-  if (hello.version != GEMMD_SHM_VERSION) {
-    snprintf(msg, sizeof msg, "protocol version %u is not served; this gemmd speaks version %u",
-             hello.version, GEMMD_SHM_VERSION);
-    refuse(c, GEMMD_CODE_INVALID_ARGUMENT, msg);
-    return;
-  }
-  if (hello.flags != 0 || hello.reserved != 0) {
-    snprintf(msg, sizeof msg, "HELLO flags (%u) and reserved (%u) must be 0 in version %u",
-             hello.flags, hello.reserved, GEMMD_SHM_VERSION);
-    refuse(c, GEMMD_CODE_INVALID_ARGUMENT, msg);
+  gemmd_shm_hello_t hello;
+  int code = gemmd_shm_hello_parse(in, (size_t)got, &hello, msg, sizeof msg);
+  if (code != GEMMD_CODE_OK) {
+    refuse(c, code, msg);
     return;
   }
   if (!allowed(ss, &c->peer)) {
@@ -891,19 +754,11 @@ static void handshake(shm_client_t *c) {
     refuse(c, GEMMD_CODE_RESOURCE_EXHAUSTED, msg);
     return;
   }
-  const uint64_t bytes = hello.arena_bytes ? hello.arena_bytes : cfg->shm_arena_bytes;
-  const uint32_t entries = hello.sq_entries ? hello.sq_entries : DEFAULT_ENTRIES;
-  if (entries < MIN_ENTRIES || entries > MAX_ENTRIES || (entries & (entries - 1)) != 0) {
-    snprintf(msg, sizeof msg, "ring entries %u must be a power of two from %d to %d", entries,
-             MIN_ENTRIES, MAX_ENTRIES);
-    refuse(c, GEMMD_CODE_INVALID_ARGUMENT, msg);
-    return;
-  }
-  const uint64_t min_bytes = GEMMD_SHM_HEADER_BYTES + 2ull * entries * GEMMD_SHM_ENTRY_BYTES + 4096;
-  if (bytes < min_bytes || bytes > (1ull << 36) || bytes % 4096 != 0) {
-    snprintf(msg, sizeof msg, "arena of %" PRIu64 " bytes: it must be a multiple of 4096 from %" PRIu64
-             " to 64 GiB", bytes, min_bytes);
-    refuse(c, GEMMD_CODE_INVALID_ARGUMENT, msg);
+  uint64_t bytes;
+  uint32_t entries;
+  code = gemmd_shm_hello_geometry(&hello, cfg->shm_arena_bytes, &bytes, &entries, msg, sizeof msg);
+  if (code != GEMMD_CODE_OK) {
+    refuse(c, code, msg);
     return;
   }
   if (ss->arena_bytes_total + bytes > cfg->shm_arenas_bytes) {
@@ -927,7 +782,7 @@ static void handshake(shm_client_t *c) {
                         ? entries
                         : (uint32_t)cfg->max_inflight_per_client;
   int memfd = -1;
-  const int code = make_arena(c, bytes, entries, &memfd, msg, sizeof msg);
+  code = make_arena(c, bytes, entries, &memfd, msg, sizeof msg);
   if (code != GEMMD_CODE_OK) {
     if (memfd >= 0) close(memfd);
     refuse(c, code, msg);
