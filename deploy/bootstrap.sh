@@ -18,8 +18,10 @@ packages=(
   prometheus             # promtool, to check /metrics in tests
   python3                # Debian's /usr/bin/python3 for the test clients
   python3-grpcio         # an independent gRPC client for the integration tests
-  python3-grpc-tools     # generates that client's stubs from proto/ at test time
+  python3-protobuf       # messages of the gemmd package (client/python), which the tests use
   python3-numpy          # the tests' independent FP64 reference
+  python3-pytest         # runs the Python package's tests (client/python/tests)
+  python3-pip            # installs the PyPI packages below
   openssl                # self-signed certificates for the TLS test
   curl                   # HTTP probes in tests and docs
 )
@@ -41,6 +43,27 @@ else
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   echo "bootstrap: installed ${#missing[@]} packages"
+fi
+
+# Python packages Debian 12 lacks, from PyPI into Debian's python3, pinned. ml_dtypes gives
+# numpy its FP8 and BF16 dtypes (the gemmd package, client/python, needs it); --no-deps
+# keeps Debian's numpy (later ml_dtypes releases want numpy 2).
+pypi=(ml_dtypes==0.5.4)
+pypi_missing=()
+for p in "${pypi[@]}"; do
+  mod="${p%%==*}"
+  if ! /usr/bin/python3 -c "import $mod, importlib.metadata as m, sys; sys.exit(m.version('$mod') != '${p##*==}')" 2>/dev/null; then
+    pypi_missing+=("$p")
+  fi
+done
+if [ ${#pypi_missing[@]} -eq 0 ]; then
+  echo "bootstrap: all ${#pypi[@]} PyPI packages present"
+else
+  echo "bootstrap: installing ${pypi_missing[*]} from PyPI"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  $sudo /usr/bin/python3 -m pip install -q --no-deps --break-system-packages --root-user-action=ignore \
+    "${pypi_missing[@]}"
 fi
 
 cuda="${CUDA_PATH:-/usr/local/cuda}"

@@ -1,0 +1,461 @@
+"""The shared-memory transport: gemm requests through a private arena and its rings
+(docs/shm-protocol.md), built on :mod:`gemmd.shm`.
+
+Ownership of the arena: every request allocates the blocks it needs (A, its scales,
+inline B, D; a weight's data, scales and name) from the free-list allocator, and the
+completion thread frees them once gemmd has answered and D has been copied out. Nothing
+else allocates or frees, so no request can invalidate another's blocks. When the arena is
+full, a request waits for others' blocks to come back; one that could never fit fails
+with RESOURCE_EXHAUSTED.
+
+Results are copies: the D block goes back to the allocator as soon as the completion
+arrives, so an arena of fixed size serves any number of requests, a result outlives the
+client, and no array ever points into memory that a later request reuses.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable, Optional, Sequence, Union
+
+import numpy as np
+
+from . import shm
+from ._arrays import NP_DTYPE, Operand
+from ._types import DType, HealthStatus, RequestStats, ScaleLayout, WeightInfo
+from .errors import GemmdError, StatusCode, wait
+
+WeightRef = Union[str, int, WeightInfo]
+_DEFERRED = object()  # a completion handler that has passed its future on
+
+
+class _Pending:
+    __slots__ = ("future", "blocks", "finish")
+
+    def __init__(self, future: Future, blocks: list[int], finish: Callable[[shm.Completion], Any]):
+        self.future, self.blocks, self.finish = future, blocks, finish
+
+
+def _stats(c: shm.Completion) -> RequestStats:
+    return RequestStats(c.queue_ns, c.compute_ns, c.total_ns, c.batch_requests, c.batch_groups, c.batch_id)
+
+
+def _timeout_us(timeout: Optional[float]) -> int:
+    return 0 if timeout is None else min(0xFFFFFFFF, max(1, int(timeout * 1e6)))
+
+
+def _stored(op: Operand) -> tuple[DType, ScaleLayout]:
+    """How gemmd stores a weight registered as op: FP8 as given, others as E4M3 128x128."""
+    return (op.dtype, op.layout) if op.dtype.is_fp8 else (DType.FP8_E4M3, ScaleLayout.BLOCK_128X128)
+
+
+class ShmTransport:
+    """One shared-memory session, shared by any number of threads."""
+
+    name = "shm"
+
+    def __init__(self, path: str, arena_bytes: int = 0, entries: int = 0, control: Any = None):
+        self.conn = shm.Connection(path, arena_bytes, entries)
+        self.heap = shm.Arena(self.conn.data_off, self.conn.data_bytes)
+        self.control = control  # a GrpcTransport for weights(), stats(), health(), or None
+        self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)  # ring slots or arena bytes came back
+        self._pending: dict[int, _Pending] = {}
+        self._next_id = 1
+        self._dead: Optional[GemmdError] = None
+        self._closing = False
+        self._names: dict[str, tuple[int, int, int]] = {}  # name -> (id, N, K)
+        self._ids: dict[int, tuple[int, int]] = {}         # id -> (N, K)
+        self._retry_pool: Optional[ThreadPoolExecutor] = None
+        self._wake_r, self._wake_w = os.pipe()
+        self._reaper = threading.Thread(target=self._reap, name="gemmd-shm", daemon=True)
+        self._reaper.start()
+
+    # ---- arena and rings -----------------------------------------------------------------
+    def _check(self) -> None:
+        if self._dead is not None:
+            raise self._dead
+        if self._closing:
+            raise GemmdError(StatusCode.FAILED_PRECONDITION, "the client is closed")
+
+    def _alloc(self, sizes: Sequence[tuple[int, int]]) -> list[int]:
+        """Blocks of (bytes, alignment), all or none; waits while other requests hold the
+        space."""
+        need = sum(n + align for n, align in sizes)
+        with self._lock:
+            while True:
+                self._check()
+                got: list[int] = []
+                try:
+                    for n, align in sizes:
+                        got.append(self.heap.alloc(n, align))
+                    return got
+                except MemoryError:
+                    for off in got:
+                        self.heap.free(off)
+                if not self._pending:
+                    raise GemmdError(StatusCode.RESOURCE_EXHAUSTED,
+                                     "the request needs %d bytes of the shared-memory arena, which "
+                                     "has %d: connect with Client(..., arena_bytes=...) or use gRPC"
+                                     % (need, self.conn.data_bytes))
+                self._room.wait()
+
+    def _free(self, blocks: Sequence[int]) -> None:
+        with self._lock:
+            for off in blocks:
+                self.heap.free(off)
+            self._room.notify_all()
+
+    def _put(self, off: int, arr: np.ndarray) -> None:
+        """Copies arr into the arena at off (one pass, whatever arr's strides)."""
+        dst = np.frombuffer(self.conn.arena, dtype=arr.dtype, count=arr.size, offset=off)
+        np.copyto(dst.reshape(arr.shape), arr)
+        del dst
+
+    def _submit(self, build: Callable[[int], bytes], blocks: list[int],
+                finish: Callable[[shm.Completion], Any], future: Optional[Future] = None) -> Future:
+        fut = future if future is not None else Future()
+        if future is None:
+            fut.set_running_or_notify_cancel()
+        with self._lock:
+            try:
+                while self.conn.sq_room() <= 0:
+                    self._check()
+                    self._room.wait()
+                self._check()
+            except BaseException:
+                for off in blocks:
+                    self.heap.free(off)
+                raise
+            rid = self._next_id
+            self._next_id += 1
+            self._pending[rid] = _Pending(fut, blocks, finish)
+            self.conn.push([build(rid)])
+        return fut
+
+    def _reap(self) -> None:
+        """The completion thread: resolves futures, frees blocks, notices a closed session."""
+        conn = self.conn
+        assert conn.sock is not None
+        sock = conn.sock.fileno()
+        while True:
+            done = conn.pop_completions()
+            for c in done:
+                self._complete(c)
+            if done:
+                continue
+            with self._lock:
+                if self._closing and not self._pending:
+                    return
+            ready = conn.wait_completions(1.0, [self._wake_r, sock])
+            if self._wake_r in ready:
+                os.read(self._wake_r, 4096)
+            if sock in ready:
+                self._fail_all(GemmdError(StatusCode.UNAVAILABLE, "gemmd ended the shared-memory session"))
+                return
+
+    def _complete(self, c: shm.Completion) -> None:
+        with self._lock:
+            p = self._pending.pop(c.request_id, None)
+            self._room.notify_all()  # a ring slot came back
+        if p is None:
+            return
+        try:
+            value, exc = p.finish(c), None
+        except BaseException as e:  # noqa: BLE001 - handed to the caller through the future
+            value, exc = None, e
+        self._free(p.blocks)
+        if value is _DEFERRED:
+            return
+        if exc is not None:
+            p.future.set_exception(exc)
+        else:
+            p.future.set_result(value)
+
+    def _fail_all(self, err: GemmdError) -> None:
+        with self._lock:
+            self._dead = err
+            pending, self._pending = self._pending, {}
+            self._room.notify_all()
+        for p in pending.values():
+            p.future.set_exception(err)
+
+    # ---- weights -------------------------------------------------------------------------
+    def register_weight(self, name: str, op: Operand, timeout: Optional[float]) -> WeightInfo:
+        raw_name = name.encode()
+        sizes = [(op.nbytes, 256), (len(raw_name), 1)]
+        if op.layout != ScaleLayout.NONE:
+            sizes.append((4 * op.scales.size, 256))
+        blocks = self._alloc(sizes)
+        d_off, n_off = blocks[0], blocks[1]
+        s_off = blocks[2] if len(blocks) > 2 else 0
+        try:
+            self._put(d_off, op.data)
+            self.conn.write(n_off, raw_name)
+            if s_off:
+                self._put(s_off, op.scales)
+        except BaseException:
+            self._free(blocks)
+            raise
+        dtype, layout = _stored(op)
+
+        def finish(c: shm.Completion) -> WeightInfo:
+            if c.status:
+                raise c.error()
+            info = WeightInfo(c.result, name, op.rows, op.cols, dtype, layout,
+                              op.rows * op.cols + 4 * layout.count(op.rows, op.cols))
+            with self._lock:
+                self._names[name] = (info.weight_id, info.n, info.k)
+                self._ids[info.weight_id] = (info.n, info.k)
+            return info
+
+        fut = self._submit(lambda rid: shm.register_sqe(rid, op.rows, op.cols, int(op.dtype),
+                                                        int(op.layout), d_off, s_off, n_off,
+                                                        len(raw_name)), blocks, finish)
+        return wait(fut, timeout)
+
+    def _lookup(self, ref: WeightRef) -> Future:
+        """Future of (id, N, K) from WEIGHT_INFO, by name or id."""
+        blocks: list[int] = []
+        n_off = n_len = wid = 0
+        if isinstance(ref, str):
+            raw = ref.encode()
+            blocks = self._alloc([(len(raw), 1)])
+            n_off, n_len = blocks[0], len(raw)
+            self.conn.write(n_off, raw)
+        else:
+            wid = ref.weight_id if isinstance(ref, WeightInfo) else int(ref)
+
+        def finish(c: shm.Completion) -> tuple[int, int, int]:
+            if c.status:
+                raise c.error()
+            found = (c.batch_id, c.result & 0xFFFFFFFF, c.result >> 32)
+            with self._lock:
+                if isinstance(ref, str):
+                    self._names[ref] = found
+                self._ids[found[0]] = found[1:]
+            return found
+
+        return self._submit(lambda rid: shm.weight_info_sqe(rid, wid, n_off, n_len), blocks, finish)
+
+    def _resolve(self, ref: WeightRef) -> tuple[int, int, int, bool]:
+        """(id, N, K, from the cache) of a weight reference; asks gemmd when not cached."""
+        with self._lock:
+            if isinstance(ref, WeightInfo):
+                return ref.weight_id, ref.n, ref.k, False
+            if isinstance(ref, str) and ref in self._names:
+                return (*self._names[ref], True)
+            if not isinstance(ref, str) and int(ref) in self._ids:
+                return (int(ref), *self._ids[int(ref)], True)
+        return (*self._lookup(ref).result(), False)
+
+    def _forget(self, ref: WeightRef) -> None:
+        with self._lock:
+            if isinstance(ref, str):
+                self._names.pop(ref, None)
+            else:
+                wid = ref.weight_id if isinstance(ref, WeightInfo) else int(ref)
+                self._ids.pop(wid, None)
+                for name in [k for k, v in self._names.items() if v[0] == wid]:
+                    del self._names[name]
+
+    def weight(self, ref: WeightRef, timeout: Optional[float]) -> WeightInfo:
+        if self.control is not None:
+            return self.control.weight(ref, timeout)
+        wid, n, k = wait(self._lookup(ref), timeout)
+        # WEIGHT_INFO tells id and shape only: the rest is for ListWeights (control=).
+        return WeightInfo(wid, ref if isinstance(ref, str) else "", n, k, DType.UNSPECIFIED,
+                          ScaleLayout.NONE, 0)
+
+    def unregister_weight(self, ref: WeightRef, timeout: Optional[float]) -> None:
+        # By name: asked afresh (a cached id may belong to a weight since replaced).
+        wid = wait(self._lookup(ref), timeout)[0] if isinstance(ref, str) else (
+            ref.weight_id if isinstance(ref, WeightInfo) else int(ref))
+
+        def finish(c: shm.Completion) -> None:
+            self._forget(wid)
+            if isinstance(ref, str):
+                self._forget(ref)
+            if c.status:
+                raise c.error()
+
+        wait(self._submit(lambda rid: shm.unregister_sqe(rid, wid), [], finish), timeout)
+
+    def weights(self, timeout: Optional[float]) -> list[WeightInfo]:
+        return self._control("weights()").weights(timeout)
+
+    def stats(self, timeout: Optional[float]) -> Any:
+        return self._control("stats()").stats(timeout)
+
+    def _control(self, what: str) -> Any:
+        if self.control is None:
+            raise GemmdError(StatusCode.UNIMPLEMENTED,
+                             "%s: the shared-memory protocol has no such request; give the client "
+                             "gemmd's gRPC address as well: Client('unix://...', control='host:port')" % what)
+        return self.control
+
+    def health(self, service: str, timeout: Optional[float]) -> HealthStatus:
+        if self.control is not None:
+            return self.control.health(service, timeout)
+        self._check()
+        # A probe through the rings: any answer but UNAVAILABLE means gemmd serves requests.
+        try:
+            wait(self._lookup(0xFFFFFFFFFFFFFFFF), timeout)
+        except GemmdError as e:
+            if e.code == StatusCode.UNAVAILABLE:
+                return HealthStatus.NOT_SERVING
+            if e.code != StatusCode.NOT_FOUND:
+                raise
+        return HealthStatus.SERVING
+
+    # ---- GEMMs ---------------------------------------------------------------------------
+    def gemm_async(self, a: Operand, rhs: Union[WeightRef, Operand], out_dtype: DType,
+                   timeout: Optional[float], out: Optional[np.ndarray],
+                   future: Optional[Future] = None, retry: bool = True) -> Future:
+        """A future of (D, RequestStats). What gemmd or the session refuses (an unknown
+        weight, a full arena, a closed session) fails the future, as over gRPC."""
+        fut = future if future is not None else Future()
+        if future is None:
+            fut.set_running_or_notify_cancel()
+        try:
+            return self._gemm(fut, a, rhs, out_dtype, timeout, out, retry)
+        except GemmdError as e:
+            fut.set_exception(e)
+            return fut
+
+    def _gemm(self, fut: Future, a: Operand, rhs: Union[WeightRef, Operand], out_dtype: DType,
+              timeout: Optional[float], out: Optional[np.ndarray], retry: bool) -> Future:
+        m, k = a.rows, a.cols
+        inline: Optional[Operand] = rhs if isinstance(rhs, Operand) else None
+        ref: Optional[WeightRef] = None if isinstance(rhs, Operand) else rhs
+        if inline is not None:
+            wid, n, from_cache = 0, inline.rows, False
+        else:
+            assert ref is not None
+            wid, n, wk, from_cache = self._resolve(ref)
+            if wk != k:
+                raise GemmdError(StatusCode.INVALID_ARGUMENT,
+                                 "a has K = %d; weight %s is %d x %d" % (k, _name(ref), n, wk))
+        if out is not None and out.shape[1] != n:
+            raise GemmdError(StatusCode.INVALID_ARGUMENT, "out has %d columns; D has %d" % (out.shape[1], n))
+        d_bytes = m * n * out_dtype.itemsize
+        sizes = [(a.nbytes, 256), (d_bytes, 256)]
+        parts = [a] + ([inline] if inline is not None else [])
+        for op in parts:
+            if op is not a:
+                sizes.append((op.nbytes, 256))
+            if op.layout != ScaleLayout.NONE:
+                sizes.append((4 * op.scales.size, 256))
+        blocks = self._alloc(sizes)
+        try:
+            it = iter(blocks)
+            a_off, d_off = next(it), next(it)
+            self._put(a_off, a.data)
+            a_s = 0
+            if a.layout != ScaleLayout.NONE:
+                a_s = next(it)
+                self._put(a_s, a.scales)
+            b = None
+            if inline is not None:
+                b_off = next(it)
+                self._put(b_off, inline.data)
+                b_s = 0
+                if inline.layout != ScaleLayout.NONE:
+                    b_s = next(it)
+                    self._put(b_s, inline.scales)
+                b = (b_off, int(inline.dtype), int(inline.layout), b_s)
+        except BaseException:
+            self._free(blocks)
+            raise
+        a_desc = (a_off, int(a.dtype), int(a.layout), a_s)
+        dt = NP_DTYPE[out_dtype]
+
+        def finish(c: shm.Completion) -> Any:
+            if c.status == StatusCode.NOT_FOUND and from_cache and ref is not None:
+                self._forget(ref)
+                if retry:  # the name now means another weight: look it up again, once
+                    self._retry_executor().submit(self._retry, fut, a, ref, out_dtype, timeout, out)
+                    return _DEFERRED
+            if c.status:
+                raise c.error()
+            if c.result != d_bytes:
+                raise GemmdError(StatusCode.INTERNAL, "gemmd wrote %d bytes of D; %d expected" % (c.result, d_bytes))
+            view = np.frombuffer(self.conn.arena, dtype=dt, count=m * n, offset=d_off).reshape(m, n)
+            try:
+                if out is None:
+                    return view.copy(), _stats(c)
+                np.copyto(out, view)
+                return out, _stats(c)
+            finally:
+                del view
+
+        return self._submit(lambda rid: shm.gemm_sqe(rid, m, k, a_desc, d_off, d_bytes, wid, b, n,
+                                                     int(out_dtype), _timeout_us(timeout)),
+                            blocks, finish, fut)
+
+    def _retry_executor(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._retry_pool is None:
+                self._retry_pool = ThreadPoolExecutor(1, thread_name_prefix="gemmd-shm-retry")
+            return self._retry_pool
+
+    def _retry(self, fut: Future, a: Operand, ref: WeightRef, out_dtype: DType,
+               timeout: Optional[float], out: Optional[np.ndarray]) -> None:
+        try:
+            self.gemm_async(a, ref, out_dtype, timeout, out, future=fut, retry=False)
+        except Exception as e:  # noqa: BLE001 - handed to the caller through the future
+            if not fut.done():
+                fut.set_exception(e)
+
+    def stream(self, window: int) -> "ShmStream":
+        return ShmStream(self)
+
+    def close(self) -> None:
+        """Waits for requests in flight, then ends the session."""
+        with self._lock:
+            if self._closing:
+                return
+            self._closing = True
+            self._room.notify_all()
+        os.write(self._wake_w, b"x")
+        self._reaper.join()
+        if self._retry_pool is not None:
+            self._retry_pool.shutdown()
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+        self.conn.close()
+        if self.control is not None:
+            self.control.close()
+
+
+def _name(ref: WeightRef) -> str:
+    return repr(ref.name if isinstance(ref, WeightInfo) else ref)
+
+
+class ShmStream:
+    """GemmStream's shared-memory form: the rings already pipeline, so a stream is the
+    transport's own asynchronous GEMM."""
+
+    def __init__(self, transport: ShmTransport):
+        self._t = transport
+        self._futures: set[Future] = set()
+
+    def submit(self, a: Operand, rhs: Any, out_dtype: DType, timeout: Optional[float],
+               out: Optional[np.ndarray]) -> Future:
+        fut = self._t.gemm_async(a, rhs, out_dtype, timeout, out)
+        self._futures.add(fut)
+        fut.add_done_callback(self._futures.discard)
+        return fut
+
+    def close(self) -> None:
+        for fut in list(self._futures):
+            try:
+                fut.exception()
+            except Exception:  # noqa: BLE001 - cancelled
+                pass
+
+    def cancel(self) -> None:
+        self.close()
+
