@@ -92,7 +92,7 @@ static const opt_t options[] = {
          "GPU GEMM: gemmd's TMA + WGMMA kernel (wgmma; auto picks it; FP32-output groups run "
          "on its full-FP32 mma.sync kernel), the mma.sync kernel alone (gemmd: slow, the "
          "correctness baseline), or cuBLASLt per group for comparison only (its FP8 "
-         "accumulation misses SPEC's FP32-output bound: 1.3e-4 at K=1024)"),
+         "accumulation misses docs/api.md's FP32-output bound: 1.3e-4 at K=1024)"),
     ENUM(cuda_graphs, "cuda-graphs", "on", "on|off",
          "replay a captured CUDA graph per batch (off: launch eagerly, for comparison)"),
     INT(engine_spin_us, "engine-spin-us", "200", 0, 100000,

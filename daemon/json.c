@@ -26,16 +26,16 @@ static void skip_ws(parser_t *ps) {
     ps->p++;
 }
 
-static gemmd_json_t *new_value(gemmd_json_type_t t) {
-  gemmd_json_t *v = calloc(1, sizeof *v);
+static gemmd_json_value_t *new_value(gemmd_json_value_type_t t) {
+  gemmd_json_value_t *v = calloc(1, sizeof *v);
   if (v) v->type = t;
   return v;
 }
 
-static int append(gemmd_json_t *v, char *key, gemmd_json_t *item, size_t *cap) {
+static int append(gemmd_json_value_t *v, char *key, gemmd_json_value_t *item, size_t *cap) {
   if (v->n == *cap) {
     const size_t c = *cap ? *cap * 2 : 8;
-    gemmd_json_t **items = realloc(v->items, c * sizeof *items);
+    gemmd_json_value_t **items = realloc(v->items, c * sizeof *items);
     if (items == NULL) return -1;
     v->items = items;
     if (v->type == GEMMD_JSON_OBJECT) {
@@ -174,10 +174,10 @@ static char *parse_string(parser_t *ps) {
   return out;
 }
 
-static gemmd_json_t *parse_value(parser_t *ps, int depth);
+static gemmd_json_value_t *parse_value(parser_t *ps, int depth);
 
-static gemmd_json_t *parse_container(parser_t *ps, int depth, int object) {
-  gemmd_json_t *v = new_value(object ? GEMMD_JSON_OBJECT : GEMMD_JSON_ARRAY);
+static gemmd_json_value_t *parse_container(parser_t *ps, int depth, int object) {
+  gemmd_json_value_t *v = new_value(object ? GEMMD_JSON_OBJECT : GEMMD_JSON_ARRAY);
   if (v == NULL) {
     fail(ps, "out of memory");
     return NULL;
@@ -208,7 +208,7 @@ static gemmd_json_t *parse_container(parser_t *ps, int depth, int object) {
       }
       ps->p++;
     }
-    gemmd_json_t *item = parse_value(ps, depth + 1);
+    gemmd_json_value_t *item = parse_value(ps, depth + 1);
     if (item == NULL || append(v, key, item, &cap) != 0) {
       free(key);
       gemmd_json_free(item);
@@ -231,7 +231,7 @@ static gemmd_json_t *parse_container(parser_t *ps, int depth, int object) {
   return NULL;
 }
 
-static gemmd_json_t *parse_number(parser_t *ps) {
+static gemmd_json_value_t *parse_number(parser_t *ps) {
   char buf[64];
   size_t n = 0;
   while (ps->p < ps->end && n + 1 < sizeof buf && strchr("+-0123456789.eE", *ps->p) != NULL) {
@@ -244,7 +244,7 @@ static gemmd_json_t *parse_number(parser_t *ps) {
     fail(ps, "bad number");
     return NULL;
   }
-  gemmd_json_t *v = new_value(GEMMD_JSON_NUMBER);
+  gemmd_json_value_t *v = new_value(GEMMD_JSON_NUMBER);
   if (v == NULL) return NULL;
   v->number = d;
   if (strpbrk(buf, ".eE") == NULL) {
@@ -257,7 +257,7 @@ static gemmd_json_t *parse_number(parser_t *ps) {
   return v;
 }
 
-static gemmd_json_t *parse_value(parser_t *ps, int depth) {
+static gemmd_json_value_t *parse_value(parser_t *ps, int depth) {
   if (depth > MAX_DEPTH) {
     fail(ps, "nested too deep");
     return NULL;
@@ -276,7 +276,7 @@ static gemmd_json_t *parse_value(parser_t *ps, int depth) {
     ps->p++;
     char *s = parse_string(ps);
     if (s == NULL) return NULL;
-    gemmd_json_t *v = new_value(GEMMD_JSON_STRING);
+    gemmd_json_value_t *v = new_value(GEMMD_JSON_STRING);
     if (v == NULL) {
       free(s);
       return NULL;
@@ -286,14 +286,14 @@ static gemmd_json_t *parse_value(parser_t *ps, int depth) {
   }
   static const struct {
     const char *word;
-    gemmd_json_type_t type;
+    gemmd_json_value_type_t type;
     int boolean;
   } words[] = {{"true", GEMMD_JSON_BOOL, 1}, {"false", GEMMD_JSON_BOOL, 0}, {"null", GEMMD_JSON_NULL, 0}};
   for (size_t i = 0; i < 3; i++) {
     const size_t wl = strlen(words[i].word);
     if ((size_t)(ps->end - ps->p) >= wl && memcmp(ps->p, words[i].word, wl) == 0) {
       ps->p += wl;
-      gemmd_json_t *v = new_value(words[i].type);
+      gemmd_json_value_t *v = new_value(words[i].type);
       if (v) v->boolean = words[i].boolean;
       return v;
     }
@@ -303,9 +303,9 @@ static gemmd_json_t *parse_value(parser_t *ps, int depth) {
   return NULL;
 }
 
-gemmd_json_t *gemmd_json_parse(const char *text, size_t len, char *err, size_t errlen) {
+gemmd_json_value_t *gemmd_json_parse(const char *text, size_t len, char *err, size_t errlen) {
   parser_t ps = {text, text + len, err, errlen, 0};
-  gemmd_json_t *v = parse_value(&ps, 0);
+  gemmd_json_value_t *v = parse_value(&ps, 0);
   if (v != NULL) {
     skip_ws(&ps);
     if (ps.p != ps.end) {
@@ -318,7 +318,7 @@ gemmd_json_t *gemmd_json_parse(const char *text, size_t len, char *err, size_t e
   return ps.failed ? (gemmd_json_free(v), NULL) : v;
 }
 
-void gemmd_json_free(gemmd_json_t *v) {
+void gemmd_json_free(gemmd_json_value_t *v) {
   if (v == NULL) return;
   for (size_t i = 0; i < v->n; i++) {
     if (v->keys) free(v->keys[i]);
@@ -330,7 +330,7 @@ void gemmd_json_free(gemmd_json_t *v) {
   free(v);
 }
 
-const gemmd_json_t *gemmd_json_get(const gemmd_json_t *obj, const char *key) {
+const gemmd_json_value_t *gemmd_json_get(const gemmd_json_value_t *obj, const char *key) {
   if (obj == NULL || obj->type != GEMMD_JSON_OBJECT) return NULL;
   for (size_t i = 0; i < obj->n; i++) {
     if (strcmp(obj->keys[i], key) == 0) return obj->items[i];

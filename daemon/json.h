@@ -14,25 +14,25 @@ typedef enum {
   GEMMD_JSON_STRING,
   GEMMD_JSON_ARRAY,
   GEMMD_JSON_OBJECT,
-} gemmd_json_type_t;
+} gemmd_json_value_type_t;
 
-typedef struct gemmd_json_s gemmd_json_t;
-struct gemmd_json_s {
-  gemmd_json_type_t type;
+typedef struct gemmd_json_value_s gemmd_json_value_t;
+struct gemmd_json_value_s {
+  gemmd_json_value_type_t type;
   int boolean;
   double number;
   int64_t integer;
   int is_integer;
   char *string;           /* STRING value */
   char **keys;            /* OBJECT: n keys */
-  gemmd_json_t **items;   /* ARRAY / OBJECT: n values */
+  gemmd_json_value_t **items;   /* ARRAY / OBJECT: n values */
   size_t n;
 };
 
 /* Parses text[0..len). Returns NULL with err set on malformed input. */
-gemmd_json_t *gemmd_json_parse(const char *text, size_t len, char *err, size_t errlen);
-void gemmd_json_free(gemmd_json_t *v);
+gemmd_json_value_t *gemmd_json_parse(const char *text, size_t len, char *err, size_t errlen);
+void gemmd_json_free(gemmd_json_value_t *v);
 /* Member of an object by key, or NULL. */
-const gemmd_json_t *gemmd_json_get(const gemmd_json_t *obj, const char *key);
+const gemmd_json_value_t *gemmd_json_get(const gemmd_json_value_t *obj, const char *key);
 
 #endif /* GEMMD_DAEMON_JSON_H_ */

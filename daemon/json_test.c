@@ -14,7 +14,7 @@
     }                                                                   \
   } while (0)
 
-static gemmd_json_t *parse(const char *s) {
+static gemmd_json_value_t *parse(const char *s) {
   char err[128];
   return gemmd_json_parse(s, strlen(s), err, sizeof err);
 }
@@ -24,11 +24,11 @@ int main(void) {
       "{\"__metadata__\":{\"format\":\"pt\"},\"w\":{\"dtype\":\"F8_E4M3\",\"shape\":[2,3],"
       "\"data_offsets\":[0,6]},\"w_scale_inv\":{\"dtype\":\"F32\",\"shape\":[1,1],"
       "\"data_offsets\":[6,10]}}    ";
-  gemmd_json_t *v = parse(hdr);
+  gemmd_json_value_t *v = parse(hdr);
   CHECK(v != NULL && v->type == GEMMD_JSON_OBJECT && v->n == 3);
-  const gemmd_json_t *w = gemmd_json_get(v, "w");
+  const gemmd_json_value_t *w = gemmd_json_get(v, "w");
   CHECK(w != NULL && strcmp(gemmd_json_get(w, "dtype")->string, "F8_E4M3") == 0);
-  const gemmd_json_t *shape = gemmd_json_get(w, "shape");
+  const gemmd_json_value_t *shape = gemmd_json_get(w, "shape");
   CHECK(shape->type == GEMMD_JSON_ARRAY && shape->n == 2 && shape->items[1]->integer == 3);
   CHECK(gemmd_json_get(v, "missing") == NULL);
   gemmd_json_free(v);
@@ -47,7 +47,7 @@ int main(void) {
                        "{\"a\":\"\\q\"}", "[\"\x01\"]", "{1:2}", "-", "[1 2]"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char err[128] = "";
-    gemmd_json_t *b = gemmd_json_parse(bad[i], strlen(bad[i]), err, sizeof err);
+    gemmd_json_value_t *b = gemmd_json_parse(bad[i], strlen(bad[i]), err, sizeof err);
     if (b != NULL) {
       fprintf(stderr, "accepted malformed input #%zu: %s\n", i, bad[i]);
       return 1;

@@ -1,9 +1,9 @@
-/* Prometheus exposition of gemmd's counters (SPEC §4).
+/* Prometheus exposition of gemmd's counters (docs/api.md §4).
  *
  * The loop thread owns a gemmd_metrics_t and updates its fields directly; gauges are set
  * right before rendering. gemmd_metrics_render writes the text format (version 0.0.4)
  * that `promtool check metrics` accepts: HELP and TYPE for every family, the families of
- * SPEC §4 with their labels, and the standard process_* metrics read from /proc. */
+ * docs/api.md §4 with their labels, and the standard process_* metrics read from /proc. */
 #ifndef GEMMD_DAEMON_METRICS_H_
 #define GEMMD_DAEMON_METRICS_H_
 

@@ -95,7 +95,7 @@ void gemmd_request_init(gemmd_request_t *r);
 
 /* Normalizes a validated A operand into the request: FP8 keeps its bytes (a points into
  * the caller's storage, which must outlive the request) and gets 1×128 scales expanded
- * from its layout; BF16/FP16/FP32 are quantized to E4M3 with 1×128 scales (SPEC §1) —
+ * from its layout; BF16/FP16/FP32 are quantized to E4M3 with 1×128 scales (docs/api.md §1) —
  * or, when raw_ok (the engine quantizes on the device) and A is dense and unscaled, kept
  * as sent in a_raw. Returns 0 or GEMMD_ENOMEM. */
 int gemmd_request_prepare_a(gemmd_request_t *r, const gemmd_operand_t *a, int raw_ok);

@@ -3,7 +3,7 @@
  * Completion-queue threads (--grpc-threads) receive calls, decode and validate the
  * protobuf messages, normalize operands, and post the work to the loop thread; the loop
  * answers through the functions in rpc_grpc.c, which start the send batches (gRPC allows
- * that from any thread). Every RPC of SPEC §2 is served; unknown methods get
+ * that from any thread). Every RPC of docs/api.md §2 is served; unknown methods get
  * UNIMPLEMENTED. */
 #ifndef GEMMD_DAEMON_RPC_GRPC_H_
 #define GEMMD_DAEMON_RPC_GRPC_H_

@@ -38,10 +38,10 @@ typedef struct {
 } tensor_t;
 
 /* Reads one tensor entry; returns 0 when it is well formed and inside the data. */
-static int read_tensor(const char *name, const gemmd_json_t *v, uint64_t data_len, tensor_t *t) {
-  const gemmd_json_t *dt = gemmd_json_get(v, "dtype");
-  const gemmd_json_t *shape = gemmd_json_get(v, "shape");
-  const gemmd_json_t *offs = gemmd_json_get(v, "data_offsets");
+static int read_tensor(const char *name, const gemmd_json_value_t *v, uint64_t data_len, tensor_t *t) {
+  const gemmd_json_value_t *dt = gemmd_json_get(v, "dtype");
+  const gemmd_json_value_t *shape = gemmd_json_get(v, "shape");
+  const gemmd_json_value_t *offs = gemmd_json_get(v, "data_offsets");
   if (dt == NULL || dt->type != GEMMD_JSON_STRING || shape == NULL ||
       shape->type != GEMMD_JSON_ARRAY || shape->n > 4 || offs == NULL ||
       offs->type != GEMMD_JSON_ARRAY || offs->n != 2) {
@@ -134,7 +134,7 @@ static int parse(mapping_t *map, const char *path, void (*fn)(void *ctx, gemmd_w
   uint64_t header_len;
   memcpy(&header_len, addr, 8);
   int rc = GEMMD_EINVAL;
-  gemmd_json_t *root = NULL;
+  gemmd_json_value_t *root = NULL;
   tensor_t *ts = NULL;
   if (header_len > size - 8 || header_len > (100u << 20)) {
     snprintf(err, errlen, "%s: header length %llu does not fit the file", path,

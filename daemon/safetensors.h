@@ -5,7 +5,7 @@
  * after the header), and the tensor bytes. Every 2-D tensor of dtype F8_E4M3 or F8_E5M2
  * becomes a weight named after the tensor. Its scales come from a companion F32 tensor
  * named "<name>_scale_inv" (DeepSeek-V3 style) or "<name>_scale" (both are multipliers,
- * as SPEC §1 defines scales), whose shape picks the layout:
+ * as docs/api.md §1 defines scales), whose shape picks the layout:
  *   [] or [1]                         SCALE_LAYOUT_TENSOR
  *   [N] or [N, 1]                     SCALE_LAYOUT_ROW
  *   [ceil(N/128), ceil(K/128)]        SCALE_LAYOUT_BLOCK_128X128

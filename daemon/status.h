@@ -1,6 +1,6 @@
 /* The status codes every transport answers with: gRPC's (grpc/status.h numbers them the
  * same), over gRPC as the call's status, over shared memory in each completion, in the
- * metrics' `code` label (metrics.h gemmd_code_name). SPEC §2 says which means what. */
+ * metrics' `code` label (metrics.h gemmd_code_name). docs/api.md §2 says which means what. */
 #ifndef GEMMD_DAEMON_STATUS_H_
 #define GEMMD_DAEMON_STATUS_H_
 

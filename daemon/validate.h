@@ -1,4 +1,4 @@
-/* Checks of what a caller sent, with messages a caller can act on (SPEC §2):
+/* Checks of what a caller sent, with messages a caller can act on (docs/api.md §2):
  *   "a.scales has 3 values; SCALE_LAYOUT_ROW needs a.rows = 8".
  * The request builder (request_build.h) runs them for a GEMM, and a transport for a weight
  * it registers, on the transport's own thread before anything is queued. Each returns 0

@@ -48,7 +48,7 @@ static inline gemmd_operand_t gemmd_weight_operand(const gemmd_weight_t *w) {
 
 /* Builds a weight from a validated operand of any dtype: FP8 keeps its bytes and layout
  * (pointing into src's storage, kept alive by owner/owner_free, which the weight then
- * owns); BF16/FP16/FP32 are quantized to E4M3 with 128×128 scales (SPEC §1) and the
+ * owns); BF16/FP16/FP32 are quantized to E4M3 with 128×128 scales (docs/api.md §1) and the
  * owner is freed at once. Returns 0, GEMMD_EINVAL or GEMMD_ENOMEM (owner freed on error).
  * *out has refs = 1. */
 int gemmd_weight_from_operand(const gemmd_operand_t *src, void *owner,

@@ -33,7 +33,7 @@ extern "C" int gemmd_gpu_gemm_parts_run_ws(gemmd_gpu_kernel_t kernel, const void
       return parts != 0 ? gemmd_gpu_gemm_simple(batch, false, stream) : GEMMD_OK;
     case GEMMD_GPU_KERNEL_WGMMA: {
       // FP8 WGMMA keeps only about 14 bits while it accumulates (docs/bench/kernels.md):
-      // FP32 outputs miss SPEC §1's 1e-4 on it, so their groups run on mma.sync, which
+      // FP32 outputs miss docs/api.md §1's 1e-4 on it, so their groups run on mma.sync, which
       // accumulates in full FP32. Both launches are fixed, so a graph replays any batch.
       constexpr uint32_t kKinds = (1u << GEMMD_TILE_KINDS) - 1;
       static_assert(GEMMD_GPU_PART_FP32_OUT == 1u << GEMMD_TILE_KINDS, "one part per tile kind, then FP32");

@@ -54,8 +54,8 @@ struct Group {
 // The WGMMA kernel's FP8 tensor cores accumulate with about 14 bits (docs/bench/kernels.md),
 // so when the groups were made with test_fp8_extreme_codes (`extreme`: codes up to the
 // format's maximum next to tiny ones, whose products cancel) its half outputs are held to
-// ‖D − ref‖ ≤ kExtremeBound·‖|A|·|B|ᵀ‖ instead of SPEC's relative 1e-2; on ordinary values
-// every kernel is held to SPEC §1. FP32 outputs never run on WGMMA (gpu_gemm.cu) and keep
+// ‖D − ref‖ ≤ kExtremeBound·‖|A|·|B|ᵀ‖ instead of docs/api.md's relative 1e-2; on ordinary values
+// every kernel is held to docs/api.md §1. FP32 outputs never run on WGMMA (gpu_gemm.cu) and keep
 // 1e-4.
 //
 // kExtremeBound = 1/8: the small products next to a huge one are truncated inside the
@@ -301,7 +301,7 @@ int run_batch(test_rng_t *rng, std::vector<Group> &gs, const char *what, bool ex
       }
       const double err = gemmd_rel_frobenius_error(ref.data(), &back[h.d_arena + p.d_offset], g.out, ref.size());
       // Loose: limited-precision accumulation errs relative to the magnitudes summed, not
-      // to the sum: ‖D − ref‖ ≤ kExtremeBound·‖|A|·|B|ᵀ‖ (SPEC's 1e-2 where that is less).
+      // to the sum: ‖D − ref‖ ≤ kExtremeBound·‖|A|·|B|ᵀ‖ (docs/api.md's 1e-2 where that is less).
       const double tol =
           g.out == GEMMD_DTYPE_FP32 ? 1e-4 : loose ? std::max(1e-2, kExtremeBound * abs_ratio[i]) : 1e-2;
       double &worst = g_worst[var.kernel == GEMMD_GPU_KERNEL_SIMPLE ? 0 : 1][g.out == GEMMD_DTYPE_FP32 ? 0 : 1];
@@ -462,7 +462,7 @@ int main() {
   std::printf("gpu_gemm_test: %d groups checked with each kernel (simple; wgmma with its own and each forced "
               "tile kind and width), %d failures\n",
               groups, bad);
-  std::printf("largest relative Frobenius error held to SPEC: simple FP32 %.3g, half %.3g; wgmma FP32 %.3g, half %.3g\n",
+  std::printf("largest relative Frobenius error held to docs/api.md §1: simple FP32 %.3g, half %.3g; wgmma FP32 %.3g, half %.3g\n",
               g_worst[0][0], g_worst[0][1], g_worst[1][0], g_worst[1][1]);
   std::printf("wgmma half outputs on extreme codes: largest ||D - ref|| / ||A|.|B|^T|| %.3g\n", g_worst_loose);
   std::printf("split-K variants: %d run, %d not built, %d skipped (tiles x parts past one wave)\n", g_splits_run,

@@ -1,4 +1,4 @@
-/* GPU quantizers (sm_90a): BF16/FP16/FP32 -> FP8 with SPEC §1 block scales, bit for bit
+/* GPU quantizers (sm_90a): BF16/FP16/FP32 -> FP8 with docs/api.md §1 block scales, bit for bit
  * what kernels/quantize.h computes on the CPU.
  *
  *   A: 1×128 scales, rows × ceil(cols/128) floats (activations, per batch).

@@ -42,7 +42,7 @@ typedef struct gemmd_group_params_s {
 } gemmd_group_params_t;
 
 /* A request whose A arrived as BF16/FP16/FP32: the GPU quantizes it to E4M3 with 1×128
- * scales (SPEC §1) into its place in the A and A-scale arenas, before the GEMM. */
+ * scales (docs/api.md §1) into its place in the A and A-scale arenas, before the GEMM. */
 typedef struct gemmd_quant_job_s {
   uint64_t src_offset; /* bytes into the raw-A arena: rows × cols of src_dtype, dense */
   uint64_t a_offset;   /* bytes into the A arena (row stride lda) */

@@ -1,4 +1,4 @@
-/* Operands of D = A·Bᵀ (SPEC §1): element types, scale layouts, and a view of one
+/* Operands of D = A·Bᵀ (docs/api.md §1): element types, scale layouts, and a view of one
  * matrix with its scales. The enum values are the numbers of gemm.proto's DType and
  * ScaleLayout, so a decoded request maps onto them without a table.
  *
@@ -60,7 +60,7 @@ const char *gemmd_scale_layout_name(gemmd_scale_layout_t l); /* "SCALE_LAYOUT_RO
 /* Number of floats a layout needs for a rows×cols matrix. */
 size_t gemmd_scale_count(gemmd_scale_layout_t layout, uint32_t rows, uint32_t cols);
 
-/* Whether SPEC §1 allows this layout for this operand (1×128 is A's, 128×128 B's). */
+/* Whether docs/api.md §1 allows this layout for this operand (1×128 is A's, 128×128 B's). */
 int gemmd_scale_layout_allowed(gemmd_scale_layout_t layout, gemmd_operand_role_t role);
 
 /* The multiplier of element (r, c). */

@@ -1,4 +1,4 @@
-/* Quantizers: real-valued matrices -> FP8 with a scale layout of SPEC §1.
+/* Quantizers: real-valued matrices -> FP8 with a scale layout of docs/api.md §1.
  *
  * For each scale block (the whole matrix, a row, 1×128 or 128×128 elements) the scale is
  * amax / fp8_max, where amax is the largest finite |value| in the block; an all-zero

@@ -1,6 +1,6 @@
-/* The generated protobuf-c code speaks SPEC §2's wire format: messages packed here are
+/* The generated protobuf-c code speaks docs/api.md §2's wire format: messages packed here are
  * compared byte for byte with encodings written out by hand from the field numbers of
- * the SPEC, and hand-written bytes unpack into the right fields. Garbage is refused. */
+ * docs/api.md, and hand-written bytes unpack into the right fields. Garbage is refused. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -163,7 +163,7 @@ class CudaEngine(unittest.TestCase):
             self.assertEqual(metric(d, "gemmd_graph_replays_total"), metric(d, "gemmd_batches_total"))
 
     def test_eager_wgmma_and_cublaslt(self):
-        # gemmd's kernels are held to SPEC §1 (1e-4 for FP32 output, which the default WGMMA
+        # gemmd's kernels are held to docs/api.md §1 (1e-4 for FP32 output, which the default WGMMA
         # kernel hands to its mma.sync kernel; 1e-2 for BF16); cuBLASLt, a comparison
         # baseline, accumulates FP8 products with fewer bits: 1.28e-4 was measured at
         # K=1024 on the H200 (docs/bench/gpu_engine.md), so its FP32 bound is 1e-3.

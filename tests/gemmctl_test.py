@@ -14,7 +14,7 @@ import harness as H
 
 
 def gemmctl(d, *args, check=True, timeout=120):
-    p = subprocess.run([H.repo_path("client/gemmctl"), "--addr", d.address] + list(args),
+    p = subprocess.run([H.repo_path("client/gemmctl/gemmctl"), "--addr", d.address] + list(args),
                        capture_output=True, text=True, timeout=timeout)
     if check and p.returncode != 0:
         raise AssertionError("gemmctl %s exited %d:\n%s%s" % (" ".join(args), p.returncode, p.stdout, p.stderr))
@@ -104,7 +104,7 @@ class Gemmctl(unittest.TestCase):
         with open(data, "wb") as f:
             f.write(b.data)
         gemmctl_at = lambda *a, **kw: gemmctl(self.d, *a, **kw)  # noqa: E731
-        p = subprocess.run([H.repo_path("client/gemmctl"), "--addr", shm, "weights", "add", "shm-w",
+        p = subprocess.run([H.repo_path("client/gemmctl/gemmctl"), "--addr", shm, "weights", "add", "shm-w",
                             "--file", data, "--shape", "%dx%d" % (n, k), "--dtype", "e4m3"],
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 0, p.stderr)
@@ -112,16 +112,16 @@ class Gemmctl(unittest.TestCase):
         self.assertIn("shm-w", names)
         for adt in ("e4m3", "bf16", "fp32"):
             for out in ("bf16", "fp32"):
-                p = subprocess.run([H.repo_path("client/gemmctl"), "--addr", shm, "gemm", "--m", "5",
+                p = subprocess.run([H.repo_path("client/gemmctl/gemmctl"), "--addr", shm, "gemm", "--m", "5",
                                     "--n", "129", "--k", "300", "--a-dtype", adt, "--out", out, "--check"],
                                    capture_output=True, text=True, timeout=60)
                 self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-        p = subprocess.run([H.repo_path("client/gemmctl"), "--addr", shm, "gemm", "--m", "3", "--k",
+        p = subprocess.run([H.repo_path("client/gemmctl/gemmctl"), "--addr", shm, "gemm", "--m", "3", "--k",
                             str(k), "--weight", "shm-w"], capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("3x%d DTYPE_BF16" % n, p.stdout)
         out = os.path.join(self.tmp, "shm-bench.json")
-        p = subprocess.run([H.repo_path("client/gemmctl"), "--addr", shm, "bench", "--transport", "shm",
+        p = subprocess.run([H.repo_path("client/gemmctl/gemmctl"), "--addr", shm, "bench", "--transport", "shm",
                             "--concurrency", "2", "--shape", "1x16x16", "--duration", "1", "--warmup",
                             "0.2", "--json", out], capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 0, p.stderr)
@@ -129,11 +129,11 @@ class Gemmctl(unittest.TestCase):
             row = json.load(f)[0]
         self.assertGreater(row["requests"], 100)
         self.assertEqual(row["errors"], 0)
-        p = subprocess.run([H.repo_path("client/gemmctl"), "--addr", shm, "weights", "rm", "shm-w"],
+        p = subprocess.run([H.repo_path("client/gemmctl/gemmctl"), "--addr", shm, "weights", "rm", "shm-w"],
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 0, p.stderr)
         # What shared memory does not carry says so.
-        p = subprocess.run([H.repo_path("client/gemmctl"), "--addr", shm, "stats"],
+        p = subprocess.run([H.repo_path("client/gemmctl/gemmctl"), "--addr", shm, "stats"],
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 1)
         self.assertIn("UNIMPLEMENTED", p.stderr)
@@ -142,7 +142,7 @@ class Gemmctl(unittest.TestCase):
         p = gemmctl(self.d, "gemm", "--m", "1", "--k", "16", "--weight", "absent", check=False)
         self.assertEqual(p.returncode, 1)
         self.assertEqual(p.stderr.strip(), "gemmctl: NOT_FOUND: no weight named 'absent' is registered")
-        p = subprocess.run([H.repo_path("client/gemmctl"), "--addr", "127.0.0.1:1", "info"],
+        p = subprocess.run([H.repo_path("client/gemmctl/gemmctl"), "--addr", "127.0.0.1:1", "info"],
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 1)
         self.assertIn("UNAVAILABLE", p.stderr)

@@ -65,7 +65,7 @@ class Correctness(unittest.TestCase):
         self.assertEqual(seen, set(by_id))
 
     def test_every_output_fp32_accuracy_long_k(self):
-        """FP32 output within 1e-4 of FP64 for K up to 16384 (SPEC §1)."""
+        """FP32 output within 1e-4 of FP64 for K up to 16384 (docs/api.md §1)."""
         pb = self.pb
         for k in (4096, 16384):
             a = H.make_matrix(pb, self.rng, 4, k, H.DT_E4M3, H.SL_1X128)

@@ -2,7 +2,7 @@
 here wrote (Python grpcio, through the gemmd package's generated messages; urllib, promtool).
 
 Also the tests' own FP64 reference: FP8 decoding, E4M3 quantization and the GEMM, written
-from SPEC §1 with numpy, independent of kernels/ and of the gemmd package (whose own
+from docs/api.md §1 with numpy, independent of kernels/ and of the gemmd package (whose own
 codecs and quantizers, on ml_dtypes, client/python/tests checks against these).
 """
 
@@ -25,7 +25,7 @@ def repo_path(rel):
     """Path of a repository file or built target, under `bazel test` or from the tree.
     $GEMMD_BIN_DIR, when set, holds the binaries (gemmd, gemmctl): the GPU bundle."""
     bin_dir = os.environ.get("GEMMD_BIN_DIR")
-    if bin_dir and rel in ("daemon/gemmd", "client/gemmctl"):
+    if bin_dir and rel in ("daemon/gemmd", "client/gemmctl/gemmctl"):
         return os.path.join(bin_dir, os.path.basename(rel))
     srcdir = os.environ.get("TEST_SRCDIR")
     if srcdir:
@@ -215,7 +215,7 @@ def as_nobody(fn):
         return f.read()
 
 
-# ---- Numbers (SPEC §1), independent of kernels/ ---------------------------------------------
+# ---- Numbers (docs/api.md §1), independent of kernels/ ---------------------------------------------
 
 DT_E4M3, DT_E5M2, DT_BF16, DT_FP16, DT_FP32 = 1, 2, 3, 4, 5
 SL_NONE, SL_TENSOR, SL_ROW, SL_1X128, SL_128X128 = 0, 1, 2, 3, 4
@@ -288,7 +288,7 @@ def scale_count(layout, rows, cols):
 
 
 def _e4m3_encode(x):
-    """float32 array -> E4M3 codes, round to nearest even, saturating (SPEC's quantizer)."""
+    """float32 array -> E4M3 codes, round to nearest even, saturating (docs/api.md's quantizer)."""
     x = np.asarray(x, dtype=np.float64)
     pos = np.array([E4M3[c] for c in range(0x7F)])  # 0 .. 448, ascending codes 0x00..0x7E
     a = np.minimum(np.abs(x), 448.0)
@@ -301,7 +301,7 @@ def _e4m3_encode(x):
 
 
 def quantize_e4m3(values, rows, cols, block_rows, block_cols):
-    """Real values -> (E4M3 codes, scales) with scale = amax/448 per block, as SPEC §1."""
+    """Real values -> (E4M3 codes, scales) with scale = amax/448 per block, as docs/api.md §1."""
     v = np.asarray(values, dtype=np.float32).reshape(rows, cols)
     rb, cb = (rows + block_rows - 1) // block_rows, (cols + block_cols - 1) // block_cols
     codes = np.zeros((rows, cols), dtype=np.uint8)
@@ -319,7 +319,7 @@ def quantize_e4m3(values, rows, cols, block_rows, block_cols):
 
 def real_values(dtype, data, layout, scales, rows, cols, role):
     """What gemmd computes with: FP8 as given; other dtypes quantized to E4M3 with 1x128
-    (A) or 128x128 (B) scales, as SPEC §1 says. Returns float64 rows x cols."""
+    (A) or 128x128 (B) scales, as docs/api.md §1 says. Returns float64 rows x cols."""
     v = decode(dtype, data, rows, cols) * scale_grid(layout, scales, rows, cols)
     if dtype in (DT_E4M3, DT_E5M2):
         return v

@@ -17,9 +17,9 @@ pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; rm -f "$log"' EXIT
 for _ in $(seq 100); do grep -q 'msg="listening"' "$log" && break; sleep 0.1; done
 addr="127.0.0.1:$(grep -o 'grpc_port=[0-9]*' "$log" | cut -d= -f2)"
-p=$(env $3 "$bin/client/gemmctl" --addr "$addr" ping --count 3000 2>&1 | grep -o 'p50 [0-9.]* us')
-b=$(env $3 "$bin/client/gemmctl" --addr "$addr" bench --concurrency 1 --shape 1x128x128 --duration 4 \
+p=$(env $3 "$bin/client/gemmctl/gemmctl" --addr "$addr" ping --count 3000 2>&1 | grep -o 'p50 [0-9.]* us')
+b=$(env $3 "$bin/client/gemmctl/gemmctl" --addr "$addr" bench --concurrency 1 --shape 1x128x128 --duration 4 \
   --warmup 1 --quiet 2>&1 | tail -1 | awk '{print "p50", $7, "p99", $9, "rps", $5}')
-b32=$(env $3 "$bin/client/gemmctl" --addr "$addr" bench --concurrency 32 --shape 1x128x128 --duration 4 \
+b32=$(env $3 "$bin/client/gemmctl/gemmctl" --addr "$addr" bench --concurrency 32 --shape 1x128x128 --duration 4 \
   --warmup 1 --quiet 2>&1 | tail -1 | awk '{print "c32 p50", $7, "rps", $5}')
 echo "$1: ping $p | gemm $b | $b32"

@@ -18,8 +18,8 @@ for _ in $(seq 100); do grep -q 'msg="listening"' "$log" && break; sleep 0.1; do
 port=$(grep -o 'grpc_port=[0-9]*' "$log" | cut -d= -f2)
 addr="127.0.0.1:$port"
 echo "# $(date -u +%FT%TZ) $(uname -n) $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
-"$bin/client/gemmctl" --addr "$addr" ping --count 5000
+"$bin/client/gemmctl/gemmctl" --addr "$addr" ping --count 5000
 for c in 1 32; do
-  "$bin/client/gemmctl" --addr "$addr" bench --concurrency "$c" --shape 1x128x128 \
+  "$bin/client/gemmctl/gemmctl" --addr "$addr" bench --concurrency "$c" --shape 1x128x128 \
     --duration "$secs" --warmup 2 --quiet --json "$out/grpc_c$c.json"
 done

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "client/gemmclient.h"
+#include "client/lib/gemmclient.h"
 
 enum { MAX_WEIGHTS = 1024 };
 

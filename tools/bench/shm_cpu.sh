@@ -16,7 +16,7 @@ pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
 for _ in $(seq 100); do grep -q 'msg="listening"' "$log" && break; sleep 0.1; done
 grpc="127.0.0.1:$(grep -o 'grpc_port=[0-9]*' "$log" | cut -d= -f2)"
-ctl=bazel-bin/client/gemmctl
+ctl=bazel-bin/client/gemmctl/gemmctl
 echo "# $(date -u +%FT%TZ) $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
 for c in 1 8; do
   echo "## concurrency $c"

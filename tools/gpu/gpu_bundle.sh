@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../.."
 targets=(
   //kernels:gpu_quantize_test
   //daemon:gemmd
-  //client:gemmctl
+  //client/gemmctl
   //kernels/bench:gemm_bench
 )
 # More GPU tests and tools join this list as they are written. Instrumented and candidate

@@ -167,7 +167,7 @@ def _infer_layout(s: np.ndarray, lead: tuple, rows: int, cols: int, role: str) -
             return ScaleLayout.ROW
         if s.shape == ((rows + 127) // 128, kb):
             return ScaleLayout.BLOCK_128X128
-    raise invalid("%s.scales shaped %s fit no scale layout of a %dx%d %s; give layout= (SPEC: "
+    raise invalid("%s.scales shaped %s fit no scale layout of a %dx%d %s; give layout= (docs/api.md §1: "
                   "tensor (), row (rows,), %s)" % (
                       role, s.shape, rows, cols, "A" if role == "a" else "B",
                       "1x128 (rows, ceil(K/128))" if role == "a" else

@@ -1,4 +1,4 @@
-"""Enums and records of the API (SPEC §1-2), independent of the transport."""
+"""Enums and records of the API (docs/api.md §1-2), independent of the transport."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ _ITEMSIZE = {DType.UNSPECIFIED: 0, DType.FP8_E4M3: 1, DType.FP8_E5M2: 1, DType.B
 
 
 class ScaleLayout(enum.IntEnum):
-    """Scale layouts, numbered as gemm.proto's ``ScaleLayout`` (SPEC §1)."""
+    """Scale layouts, numbered as gemm.proto's ``ScaleLayout`` (docs/api.md §1)."""
 
     NONE = 0            # every multiplier is 1
     TENSOR = 1          # one float for the whole matrix

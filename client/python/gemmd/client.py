@@ -159,7 +159,7 @@ class Client:
     def gemm(self, a: Any, weight: Any, *, out_dtype: Any = None, a_scales: Any = None,
              a_layout: Any = None, b_scales: Any = None, b_layout: Any = None, out: Any = None,
              timeout: Optional[float] = None, return_stats: bool = False) -> Any:
-        """D = A · Bᵀ, computed by gemmd (SPEC §1).
+        """D = A · Bᵀ, computed by gemmd (docs/api.md §1).
 
         Args:
             a: A, shaped (..., K): numpy (float8_e4m3fn, float8_e5m2, bfloat16, float16,

@@ -1,4 +1,4 @@
-"""Quantization to FP8 as SPEC §1 defines it and gemmd does it (kernels/quantize.c).
+"""Quantization to FP8 as docs/api.md §1 defines it and gemmd does it (kernels/quantize.c).
 
 For each scale block (the whole matrix, a row, 1x128 or 128x128 elements) the scale is
 amax / fp8_max in float32, amax being the largest finite |value| of the block; an all-zero

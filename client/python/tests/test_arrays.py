@@ -1,5 +1,5 @@
 """Without a daemon: FP8 encoding and the quantizers against the tests' independent
-reference (tests/harness.py, written from SPEC §1 without ml_dtypes), dtype and layout
+reference (tests/harness.py, written from docs/api.md §1 without ml_dtypes), dtype and layout
 handling, torch tensors, errors."""
 
 import pickle

@@ -1,0 +1,70 @@
+/* Internal: gRPC C-core call mechanics for gemmd's methods, message bytes in and out.
+ * Unary calls are one batch; a client stream is a series of single-message batches
+ * (never two sends outstanding) and one closing batch. */
+#ifndef GEMMD_CLIENT_LIB_RPC_H_
+#define GEMMD_CLIENT_LIB_RPC_H_
+
+#include <grpc/grpc.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "client/lib/gemmclient.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A deadline timeout_ms from now (monotonic); infinite for timeout_ms <= 0. */
+gpr_timespec gemmd_rpc_deadline(int64_t timeout_ms);
+
+/* One unary call in flight. Zero it before start. */
+typedef struct gemmd_rpc_unary_s {
+  grpc_call *call;
+  grpc_metadata_array initial_md, trailing_md;
+  grpc_byte_buffer *send, *recv;
+  grpc_status_code code;
+  grpc_slice details;
+} gemmd_rpc_unary_t;
+
+/* Starts `method` with the request bytes req (ownership passes: freed with free() on every
+ * path). The batch completes on cq with `tag`. */
+int gemmd_rpc_unary_start(gemmd_rpc_unary_t *u, grpc_channel *ch, grpc_completion_queue *cq,
+                          const char *method, gpr_timespec deadline, uint8_t *req, size_t len,
+                          void *tag, gemmd_status_t *status);
+
+/* After the batch's completion (ok = the event's success): the call's status; on OK,
+ * *resp holds the response bytes (grpc_slice_unref it). Releases the call. */
+int gemmd_rpc_unary_finish(gemmd_rpc_unary_t *u, int ok, grpc_slice *resp, gemmd_status_t *status);
+
+/* start + wait on a pluck queue + finish. */
+int gemmd_rpc_unary_sync(grpc_channel *ch, grpc_completion_queue *cq, const char *method,
+                         gpr_timespec deadline, uint8_t *req, size_t len, grpc_slice *resp,
+                         gemmd_status_t *status);
+
+/* A client-streaming call on a pluck queue. */
+typedef struct gemmd_rpc_stream_s {
+  grpc_call *call;
+  grpc_completion_queue *cq;
+  grpc_metadata_array initial_md, trailing_md;
+  grpc_byte_buffer *recv;
+  grpc_status_code code;
+  grpc_slice details;
+  int sent_metadata;
+  int broken; /* a send failed: the server ended the call; finish says why */
+} gemmd_rpc_stream_t;
+
+int gemmd_rpc_stream_open(gemmd_rpc_stream_t *s, grpc_channel *ch, grpc_completion_queue *cq,
+                          const char *method, gpr_timespec deadline, gemmd_status_t *status);
+
+/* Sends one message (ownership of buf passes). Returns 0 when it was sent, -1 when the
+ * stream is broken (stop sending; gemmd_rpc_stream_finish gives the status). */
+int gemmd_rpc_stream_send(gemmd_rpc_stream_t *s, uint8_t *buf, size_t len);
+
+/* Half-closes (unless broken), receives the response and status; as unary_finish. */
+int gemmd_rpc_stream_finish(gemmd_rpc_stream_t *s, grpc_slice *resp, gemmd_status_t *status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GEMMD_CLIENT_LIB_RPC_H_ */
