@@ -83,8 +83,7 @@ int gemmd_rpc_decode_gemm(const Gemmd__V1__GemmRequest *m, const gemmd_limits_t 
 
 int gemmd_weight_upload_start(gemmd_weight_upload_t *up, const Gemmd__V1__RegisterWeightRequest *m,
                               const gemmd_limits_t *lim, uint64_t weight_memory_bytes,
-                              int (*admit)(void *ctx, char *msg, size_t n), void *admit_ctx,
-                              char *msg, size_t n) {
+                              gemmd_upload_admit_fn admit, void *admit_ctx, char *msg, size_t n) {
   if (m->name == NULL || m->name[0] == '\0' || strlen(m->name) >= sizeof up->name) {
     snprintf(msg, n, "name must be 1 to %zu characters in the first message", sizeof up->name - 1);
     return GEMMD_CODE_INVALID_ARGUMENT;
@@ -110,7 +109,7 @@ int gemmd_weight_upload_start(gemmd_weight_upload_t *up, const Gemmd__V1__Regist
              " (--weight-memory-bytes)", m->name, stored, weight_memory_bytes);
     return GEMMD_CODE_RESOURCE_EXHAUSTED;
   }
-  if (admit != NULL && (code = admit(admit_ctx, msg, n)) != GEMMD_CODE_OK) return code;
+  if (admit != NULL && (code = admit(admit_ctx, m->name, stored, msg, n)) != GEMMD_CODE_OK) return code;
   snprintf(up->name, sizeof up->name, "%s", m->name);
   up->rows = h->rows;
   up->cols = h->cols;

@@ -37,12 +37,13 @@ typedef struct gemmd_weight_upload_s {
 
 /* The first message: its name and header, checked as if the weight were complete (sizes
  * and layouts are refused before any data), against the limits and the whole budget
- * (weight_memory_bytes). Then, when given, admit(admit_ctx, msg, n) may refuse it with a
- * code of its own; else the upload starts. Does not append the message's data. */
+ * (weight_memory_bytes). Then, when given, admit(admit_ctx, name, stored, msg, n) may refuse
+ * it with a code of its own (stored: the bytes the weight will hold); else the upload
+ * starts. Does not append the message's data. */
+typedef int (*gemmd_upload_admit_fn)(void *ctx, const char *name, uint64_t stored, char *msg, size_t n);
 int gemmd_weight_upload_start(gemmd_weight_upload_t *up, const Gemmd__V1__RegisterWeightRequest *m,
                               const gemmd_limits_t *lim, uint64_t weight_memory_bytes,
-                              int (*admit)(void *ctx, char *msg, size_t n), void *admit_ctx,
-                              char *msg, size_t n);
+                              gemmd_upload_admit_fn admit, void *admit_ctx, char *msg, size_t n);
 
 /* Appends one message's data and scales (any message, the first included); refused when
  * they run past the header's size. */

@@ -71,6 +71,7 @@ struct gemmd_rpc_s {
   atomic_int finish_posted;
   atomic_int sends_in_flight; /* batches with a SEND_MESSAGE or status not yet complete */
   atomic_int registrations;   /* RegisterWeight streams past their first message */
+  _Atomic uint64_t uploading_bytes; /* the bytes those streams' weights will hold */
   rpc_tag_t shutdown_tag;
   uv_timer_t flush_timer;     /* shutdown: waits for sends to flush before cancelling */
   atomic_int flush_done;      /* that wait is over and the timer closed */

@@ -39,6 +39,7 @@ typedef struct {
   grpc_byte_buffer *recv_buf;
   int finished; /* status sent */
   int counted;  /* holds one of --max-registrations */
+  uint64_t uploading; /* its share of rpc->uploading_bytes */
   gemmd_weight_upload_t up;
 } reg_call_t;
 
@@ -47,6 +48,7 @@ size_t rpc_register_call_size(void) { return sizeof(reg_call_t); }
 static void reg_cleanup(rpc_call_t *c) {
   reg_call_t *r = (reg_call_t *)c;
   if (r->counted) atomic_fetch_sub(&c->rpc->registrations, 1);
+  if (r->uploading) atomic_fetch_sub(&c->rpc->uploading_bytes, r->uploading);
   gemmd_weight_upload_free(&r->up);
   if (r->recv_buf) grpc_byte_buffer_destroy(r->recv_buf);
 }
@@ -103,11 +105,14 @@ static void reg_complete(reg_call_t *r) {
   gemmd_server_post(r->base.rpc->srv, reg_submit, p);
 }
 
-/* The upload's admission: one of --max-registrations. */
-static int reg_admit(void *ctx, char *msg, size_t n) {
+/* The upload's admission: one of --max-registrations, and room in the weight budget beside
+ * the registered weights and the other uploads, so that no stream is read to its end only
+ * to be refused, and uploads together never hold more than the budget. */
+static int reg_admit(void *ctx, const char *name, uint64_t stored, char *msg, size_t n) {
   reg_call_t *r = ctx;
   gemmd_rpc_t *rpc = r->base.rpc;
-  const int64_t limit = rpc->srv->cfg->max_registrations;
+  gemmd_server_t *srv = rpc->srv;
+  const int64_t limit = srv->cfg->max_registrations;
   if (atomic_fetch_add(&rpc->registrations, 1) >= limit) {
     atomic_fetch_sub(&rpc->registrations, 1);
     snprintf(msg, n, "%" PRId64 " weights are being registered already (--max-registrations); retry "
@@ -115,6 +120,19 @@ static int reg_admit(void *ctx, char *msg, size_t n) {
     return GEMMD_CODE_RESOURCE_EXHAUSTED;
   }
   r->counted = 1;
+  const uint64_t budget = srv->cfg->weight_memory_bytes;
+  const uint64_t held = gemmd_weights_bytes_shared(&srv->weights);
+  const uint64_t others = atomic_fetch_add(&rpc->uploading_bytes, stored);
+  if (held + others + stored > budget) {
+    atomic_fetch_sub(&rpc->uploading_bytes, stored);
+    const uint64_t used = held + others;
+    snprintf(msg, n, "weight '%s' needs %" PRIu64 " bytes but only %" PRIu64 " of the %" PRIu64
+             "-byte budget are free (%" PRIu64 " held by weights, %" PRIu64
+             " by registrations in progress; --weight-memory-bytes)",
+             name, stored, used < budget ? budget - used : 0, budget, held, others);
+    return GEMMD_CODE_RESOURCE_EXHAUSTED;
+  }
+  r->uploading = stored;
   return GEMMD_CODE_OK;
 }
 

@@ -7,12 +7,18 @@
 #include "kernels/errors.h"
 
 
+static void add_bytes(gemmd_weights_t *ws, uint64_t plus, uint64_t minus) {
+  ws->bytes = ws->bytes + plus - minus;
+  atomic_store_explicit(&ws->bytes_shared, ws->bytes, memory_order_relaxed);
+}
+
 void gemmd_weights_init(gemmd_weights_t *ws, uint64_t budget_bytes) {
   gemmd_map_init(&ws->by_id, 0);
   gemmd_map_init(&ws->by_name, 1);
   ws->next_id = 1;
   ws->budget = budget_bytes;
   ws->bytes = 0;
+  atomic_init(&ws->bytes_shared, 0);
   ws->active = 0;
 }
 
@@ -59,7 +65,7 @@ int gemmd_weights_reserve(gemmd_weights_t *ws, gemmd_weight_t *w, char *msg, siz
     snprintf(msg, n, "out of memory registering '%s'", w->name);
     return GEMMD_CODE_RESOURCE_EXHAUSTED;
   }
-  ws->bytes += w->bytes;
+  add_bytes(ws, w->bytes, 0);
   if (w->id == 0) w->id = ws->next_id;
   if (w->id >= ws->next_id) ws->next_id = w->id + 1;
   return 0;
@@ -72,7 +78,7 @@ void gemmd_weights_activate(gemmd_weights_t *ws, gemmd_weight_t *w) {
 
 void gemmd_weights_unreserve(gemmd_weights_t *ws, gemmd_weight_t *w) {
   gemmd_map_del_str(&ws->by_name, w->name);
-  ws->bytes -= w->bytes;
+  add_bytes(ws, 0, w->bytes);
   gemmd_weight_free(w);
 }
 
@@ -90,7 +96,7 @@ int gemmd_weights_release(gemmd_weight_t *w) {
 }
 
 void gemmd_weights_forget(gemmd_weights_t *ws, gemmd_weight_t *w) {
-  ws->bytes -= w->bytes;
+  add_bytes(ws, 0, w->bytes);
   gemmd_weight_free(w);
 }
 

@@ -8,6 +8,7 @@
 #ifndef GEMMD_DAEMON_WEIGHTS_H_
 #define GEMMD_DAEMON_WEIGHTS_H_
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,9 @@ typedef struct gemmd_weights_s {
   uint64_t next_id;
   uint64_t budget;     /* bytes; 0 = none allowed */
   uint64_t bytes;      /* held by registered or reserved weights, and removed ones in use */
+  /* bytes, for threads other than the loop: the gRPC threads refuse an upload that cannot
+   * fit before its data comes (the loop's reservation stays the final check). */
+  _Atomic uint64_t bytes_shared;
   uint32_t active;
 } gemmd_weights_t;
 
@@ -50,6 +54,11 @@ static inline void gemmd_weights_acquire(gemmd_weight_t *w) { w->refs++; }
 int gemmd_weights_release(gemmd_weight_t *w);
 /* Returns a removed weight's bytes to the budget and frees it. */
 void gemmd_weights_forget(gemmd_weights_t *ws, gemmd_weight_t *w);
+
+/* ws->bytes as last published by the loop; any thread. */
+static inline uint64_t gemmd_weights_bytes_shared(gemmd_weights_t *ws) {
+  return atomic_load_explicit(&ws->bytes_shared, memory_order_relaxed);
+}
 
 /* Visits the active weights. */
 void gemmd_weights_each(const gemmd_weights_t *ws, void (*fn)(void *ctx, gemmd_weight_t *w),

@@ -1,4 +1,4 @@
-"""Every status code of SPEC §2, provoked over gRPC and checked with its message; garbage
+"""Every status code of docs/api.md §2, provoked over gRPC and checked with its message; garbage
 bytes; and after each, gemmd still serves correctly."""
 
 import time
@@ -190,6 +190,52 @@ class StatusCodes(unittest.TestCase):
             go.set()
             for f in held:
                 self.assertEqual(f.result(timeout=30).n, n)
+            info = stub.RegisterWeight(iter([pb.RegisterWeightRequest(
+                name="third", weight=pb.Matrix(rows=n, cols=k, dtype=pb.DTYPE_FP8_E4M3, data=bytes(n * k)))]))
+            self.assertEqual(info.name, "third")
+
+    def test_registration_refused_by_free_budget_before_its_data(self):
+        """A RegisterWeight whose weight fits the whole budget but not what is free (beside the
+        registered weights and the other uploads in progress) is refused on its first message,
+        while its data has not come, with RESOURCE_EXHAUSTED naming the free bytes."""
+        import threading
+
+        pb = self.pb
+        n, k = 512, 1024  # 512 KiB of E4M3 each; the budget holds one
+        header = pb.Matrix(rows=n, cols=k, dtype=pb.DTYPE_FP8_E4M3)
+        with H.Gemmd("--weight-memory-bytes", str(800 * 1024)) as d:
+            stub = d.stub()
+            go = threading.Event()
+
+            def held_open(name):
+                yield pb.RegisterWeightRequest(name=name, weight=header)
+                go.wait(30)  # the data would come only now
+                yield pb.RegisterWeightRequest(weight=pb.Matrix(data=bytes(n * k)))
+
+            try:
+                # Beside an upload in progress that claims most of the budget.
+                first = stub.RegisterWeight.future(held_open("first"))
+                time.sleep(0.5)
+                t0 = time.monotonic()
+                with self.assertRaises(grpc.RpcError) as e:
+                    stub.RegisterWeight(held_open("second"), timeout=20)
+                self.assertEqual(e.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+                self.assertLess(time.monotonic() - t0, 10, "refused only when the data came")
+                self.assertIn("registrations in progress", e.exception.details())
+                go.set()
+                self.assertEqual(first.result(timeout=30).name, "first")
+                # Beside a registered weight.
+                go.clear()
+                t0 = time.monotonic()
+                with self.assertRaises(grpc.RpcError) as e:
+                    stub.RegisterWeight(held_open("third"), timeout=20)
+                self.assertEqual(e.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+                self.assertLess(time.monotonic() - t0, 10, "refused only when the data came")
+                self.assertRegex(e.exception.details(), r"only \d+ of the \d+-byte budget are free")
+            finally:
+                go.set()
+            # Room again once the weight is removed.
+            stub.UnregisterWeight(pb.UnregisterWeightRequest(name="first"))
             info = stub.RegisterWeight(iter([pb.RegisterWeightRequest(
                 name="third", weight=pb.Matrix(rows=n, cols=k, dtype=pb.DTYPE_FP8_E4M3, data=bytes(n * k)))]))
             self.assertEqual(info.name, "third")
