@@ -562,7 +562,7 @@ def main():
                                                     out["link"]["both_each_gb_s"]))
         print("\n| torch baseline | workers | req/s | p50 µs | p99 µs | method |\n| --- | --- | --- | --- | --- | --- |")
         for r in trows:
-            print("| %s | %d | %.1fk | %.1f | %.1f / %.1f | %s |" % (r["baseline"], r["workers"], r["req_s"] / 1e3,
+            print("| %s | %d | %.1fk | %.1f | %.1f | %s |" % (r["baseline"], r["workers"], r["req_s"] / 1e3,
                                                           r["p50_us"], r["p99_us"], r["method"]))
     if o.json:
         with open(o.json, "w") as f:
