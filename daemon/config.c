@@ -56,6 +56,9 @@ static const opt_t options[] = {
     STR(tls_key, "tls-key", "", "PEM private key for --tls-cert"),
     STR(tls_client_ca, "tls-client-ca", "",
         "PEM CA bundle: require and verify client certificates (mutual TLS)"),
+    STR(grpc_token_file, "grpc-token-file", "",
+        "file of bearer tokens, one per line: every gRPC call but grpc.health.v1 must carry "
+        "'authorization: Bearer <one of them>' (UNAUTHENTICATED otherwise); re-read when it changes"),
     STR(shm_socket, "shm-socket", "/run/gemmd/gemmd.sock",
         "Unix socket for shared-memory clients (docs/shm-protocol.md); empty: none"),
     SIZE(shm_arena_bytes, "shm-arena-bytes", "256M", 1 << 20, 1ll << 36,

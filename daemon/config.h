@@ -26,6 +26,7 @@ typedef struct gemmd_config_s {
   char tls_cert[1024];
   char tls_key[1024];
   char tls_client_ca[1024];
+  char grpc_token_file[1024];
   /* Shared memory. */
   char shm_socket[1024];
   uint64_t shm_arena_bytes;

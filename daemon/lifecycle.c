@@ -26,10 +26,12 @@
 static void maybe_stop(gemmd_server_t *srv);
 
 /* Every TICK_MS: (1) answer queued requests whose deadline passed, so they do not hold
- * queue slots while the engine is busy; (2) finish a drain that is complete. */
+ * queue slots while the engine is busy; (2) reload a changed gRPC token file; (3) finish a
+ * drain that is complete. */
 static void on_tick(uv_timer_t *t) {
   gemmd_server_t *srv = t->data;
   gemmd_server_expire(srv);
+  if (srv->rpc != NULL) gemmd_rpc_tick(srv->rpc);
   maybe_stop(srv);
 }
 

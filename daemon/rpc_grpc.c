@@ -110,6 +110,20 @@ static void unknown_arrived(rpc_call_t *c) {
   rpc_finish(c, NULL, 0, GRPC_STATUS_UNIMPLEMENTED, msg);
 }
 
+/* With --grpc-token-file: 1 when the call carries a valid bearer token. grpc.health.v1 is
+ * open, as Kubernetes' gRPC probes send no metadata. */
+static int authorized(gemmd_rpc_t *rpc, const rpc_call_t *c) {
+  if (!rpc->auth_on || c->method == M_HEALTH_CHECK || c->method == M_HEALTH_WATCH) return 1;
+  for (size_t i = 0; i < c->md.count; i++) {
+    const grpc_slice k = c->md.metadata[i].key;
+    if (GRPC_SLICE_LENGTH(k) == 13 && memcmp(GRPC_SLICE_START_PTR(k), "authorization", 13) == 0) {
+      const grpc_slice v = c->md.metadata[i].value;
+      return gemmd_auth_check(&rpc->auth, (const char *)GRPC_SLICE_START_PTR(v), GRPC_SLICE_LENGTH(v));
+    }
+  }
+  return 0;
+}
+
 static void on_arrive(rpc_tag_t *tag, int ok) {
   rpc_call_t *c = RPC_CONTAINER(tag, rpc_call_t, on_arrive);
   gemmd_rpc_t *rpc = c->rpc;
@@ -123,6 +137,13 @@ static void on_arrive(rpc_tag_t *tag, int ok) {
   char *peer = grpc_call_get_peer(c->call);
   c->conn_id = hash_peer(peer);
   gpr_free(peer);
+  if (!authorized(rpc, c)) {
+    rpc_finish(c, NULL, 0, GRPC_STATUS_UNAUTHENTICATED,
+               "this gemmd requires 'authorization: Bearer <token>' metadata with a token from its "
+               "--grpc-token-file");
+    rpc_call_unref(c);
+    return;
+  }
   switch (c->method) {
     case M_GEMM:
       rpc_gemm_arrived(c);
@@ -351,6 +372,19 @@ int gemmd_rpc_start(gemmd_server_t *srv, gemmd_rpc_t **out, int *port, char *err
   }
   rpc->srv = srv;
   rpc->max_message_bytes = (uint32_t)cfg->max_message_bytes;
+  if (cfg->grpc_token_file[0] != '\0') {
+    char msg[1200];
+    if (gemmd_auth_init(&rpc->auth, cfg->grpc_token_file, msg, sizeof msg) != 0) {
+      snprintf(err, errlen, "--grpc-token-file: %s", msg);
+      gemmd_auth_free(&rpc->auth);
+      free(rpc);
+      grpc_shutdown();
+      return GEMMD_EINVAL;
+    }
+    rpc->auth_on = 1;
+    gemmd_log(GEMMD_LOG_INFO, "gRPC requires bearer tokens", "file=\"%s\" tokens=%zu",
+              cfg->grpc_token_file, rpc->auth.n);
+  }
   rpc->shutdown_tag.fn = on_shutdown_tag;
   grpc_arg args[2];
   args[0].type = GRPC_ARG_INTEGER;
@@ -412,6 +446,7 @@ fail:
   }
   free(rpc->cq);
   free(rpc->threads);
+  if (rpc->auth_on) gemmd_auth_free(&rpc->auth);
   free(rpc);
   grpc_shutdown();
   return GEMMD_EIO;
@@ -428,6 +463,7 @@ static void finish_shutdown(gemmd_server_t *srv, void *arg) {
   void *done_arg = rpc->done_arg;
   free(rpc->cq);
   free(rpc->threads);
+  if (rpc->auth_on) gemmd_auth_free(&rpc->auth);
   free(rpc);
   grpc_shutdown();
   gemmd_log(GEMMD_LOG_INFO, "gRPC stopped", "");
@@ -470,4 +506,16 @@ void gemmd_rpc_shutdown(gemmd_rpc_t *rpc, void (*done)(gemmd_server_t *, void *)
   uv_timer_init(&rpc->srv->loop, &rpc->flush_timer);
   rpc->flush_timer.data = rpc;
   uv_timer_start(&rpc->flush_timer, on_flush_timer, 0, 10);
+}
+
+void gemmd_rpc_tick(gemmd_rpc_t *rpc) {
+  if (!rpc->auth_on) return;
+  char err[1200];
+  const int rc = gemmd_auth_maybe_reload(&rpc->auth, err, sizeof err);
+  if (rc > 0) {
+    gemmd_log(GEMMD_LOG_INFO, "gRPC tokens reloaded", "tokens=%zu", rpc->auth.n);
+  } else if (rc < 0) {
+    gemmd_log(GEMMD_LOG_WARN, "gRPC token file not reloaded; the previous tokens stay",
+              "reason=\"%s\"", err);
+  }
 }

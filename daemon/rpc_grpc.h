@@ -20,6 +20,9 @@ void gemmd_rpc_choose_poller(const gemmd_config_t *cfg);
 
 int gemmd_rpc_start(gemmd_server_t *srv, gemmd_rpc_t **out, int *port, char *err, size_t errlen);
 
+/* Loop thread, every tick: re-reads --grpc-token-file when it changed. */
+void gemmd_rpc_tick(gemmd_rpc_t *rpc);
+
 /* Loop thread: stops accepting calls, cancels the ones left (idle streams, health
  * watches), and once every call is gone and the threads have exited, frees the
  * transport and runs done(srv, arg) on the loop. */

@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "daemon/auth.h"
 #include "daemon/server.h"
 #include "gemmd/v1/gemm.pb-c.h"
 #include "grpc/health/v1/health.pb-c.h"
@@ -79,6 +80,8 @@ struct gemmd_rpc_s {
   void (*done)(gemmd_server_t *srv, void *arg);
   void *done_arg;
   uint32_t max_message_bytes;
+  int auth_on;       /* --grpc-token-file given */
+  gemmd_auth_t auth;
 };
 
 /* ---- rpc_grpc.c: call lifecycle and helpers -------------------------------------------- */

@@ -10,7 +10,8 @@
 #include "client/gemmctl/ctl_parse.h"
 
 static const char kUsage[] =
-    "usage: gemmctl [--addr HOST:PORT|unix:///PATH] [--timeout-ms N] [--tls-ca FILE] COMMAND ...\n"
+    "usage: gemmctl [--addr HOST:PORT|unix:///PATH] [--timeout-ms N] [--tls-ca FILE]\n"
+    "               [--token-file FILE] COMMAND ...\n"
     "\n"
     "Talks to gemmd over gRPC (HOST:PORT) or shared memory (unix:///PATH).\n"
     "\n"
@@ -18,6 +19,8 @@ static const char kUsage[] =
     "  --addr ADDR      server address (default $GEMMD_ADDR, else localhost:50051)\n"
     "  --timeout-ms N   deadline of each call in ms (default 60000; 0 = none)\n"
     "  --tls-ca FILE    PEM file of CA certificates: use TLS (default plaintext)\n"
+    "  --token-file FILE  bearer token for gemmd's --grpc-token-file: the file's first line\n"
+    "                   that is not blank or a # comment (default $GEMMD_TOKEN_FILE)\n"
     "\n"
     "commands:\n"
     "  info             health and what the server runs on\n"
@@ -70,7 +73,7 @@ int ctl_parse_command(ctl_args_t *a, int argc, char **argv, const char *usage, i
 }
 
 gemmd_client_t *ctl_open(const ctl_global_t *g) {
-  const gemmd_client_options_t o = {g->timeout_ms, 0, g->tls_ca};
+  const gemmd_client_options_t o = {g->timeout_ms, 0, g->tls_ca, g->token};
   gemmd_client_t *c = NULL;
   gemmd_status_t st;
   if (gemmd_client_open(g->addr, &o, &c, &st) != 0) {
@@ -80,11 +83,32 @@ gemmd_client_t *ctl_open(const ctl_global_t *g) {
   return c;
 }
 
+/* The first line of path that is not blank or a '#' comment, trimmed, into buf; 0 or -1. */
+static int read_token(const char *path, char *buf, size_t n) {
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return -1;
+  int rc = -1;
+  while (fgets(buf, (int)n, f) != NULL) {
+    char *s = buf;
+    while (*s == ' ' || *s == '\t') s++;
+    size_t len = strlen(s);
+    while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == '\r' || s[len - 1] == ' ' || s[len - 1] == '\t')) s[--len] = '\0';
+    if (len == 0 || s[0] == '#') continue;
+    memmove(buf, s, len + 1);
+    rc = 0;
+    break;
+  }
+  fclose(f);
+  return rc;
+}
+
 /* Global flags; *next is the index of the command. */
 static int parse_global(int argc, char **argv, ctl_global_t *g, int *next) {
   const char *addr = getenv("GEMMD_ADDR"), *timeout = NULL, *tls = NULL;
-  const ctl_flag_t flags[] = {{"addr", 1, &addr}, {"timeout-ms", 1, &timeout}, {"tls-ca", 1, &tls}};
-  ctl_args_t a = {.flags = flags, .n_flags = 3, .stop_at_positional = 1};
+  const char *token_file = getenv("GEMMD_TOKEN_FILE");
+  const ctl_flag_t flags[] = {{"addr", 1, &addr}, {"timeout-ms", 1, &timeout}, {"tls-ca", 1, &tls},
+                              {"token-file", 1, &token_file}};
+  ctl_args_t a = {.flags = flags, .n_flags = 4, .stop_at_positional = 1};
   const int rc = ctl_parse_args(&a, argc - 1, argv + 1);
   if (rc == CTL_ARGS_HELP) {
     fputs(kUsage, stdout);
@@ -101,6 +125,15 @@ static int parse_global(int argc, char **argv, ctl_global_t *g, int *next) {
   g->addr = addr != NULL && addr[0] != '\0' ? addr : "localhost:50051";
   g->timeout_ms = (int64_t)ms;
   g->tls_ca = tls;
+  g->token = NULL;
+  if (token_file != NULL && token_file[0] != '\0') {
+    static char token[4096];
+    if (read_token(token_file, token, sizeof token) != 0) {
+      return ctl_failf(CTL_EXIT_USAGE, GEMMD_STATUS_INVALID_ARGUMENT,
+                       "--token-file: no token in '%s' (unreadable, or only blank and # lines)", token_file);
+    }
+    g->token = token;
+  }
   *next = a.next + 1;
   return -1;
 }

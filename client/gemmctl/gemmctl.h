@@ -19,6 +19,7 @@ typedef struct ctl_global_s {
   const char *addr;
   int64_t timeout_ms;
   const char *tls_ca;
+  const char *token; /* bearer token from --token-file, or NULL */
 } ctl_global_t;
 
 /* A command: argv[0] is its name. */

@@ -21,7 +21,14 @@ struct gemmd_client_s {
   gemmd_cq_pool_t cqs;
   gemmd_async_loop_t async;
   gemmd_shm_client_t *shm; /* the shared-memory transport (NULL on gRPC) */
+  int has_auth;            /* options.bearer_token given: auth_md goes with every call */
+  grpc_metadata auth_md;   /* authorization: Bearer <token> */
 };
+
+/* The metadata every call sends (the bearer token), or NULL. */
+static inline const grpc_metadata *gemmd_client_auth(const gemmd_client_t *c) {
+  return c->has_auth ? &c->auth_md : NULL;
+}
 
 /* Refuses an operation the shared-memory transport does not carry. */
 int gemmd_client_not_over_shm(const char *what, gemmd_status_t *status);

@@ -3,6 +3,7 @@
 
 #include <grpc/grpc_security.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -94,7 +95,7 @@ static int open_transport(gemmd_client_t *c, const gemmd_address_t *addr,
 
 int gemmd_client_open(const char *address, const gemmd_client_options_t *opts, gemmd_client_t **out,
                       gemmd_status_t *status) {
-  static const gemmd_client_options_t kDefaults = {0, 0, NULL};
+  static const gemmd_client_options_t kDefaults = {0, 0, NULL, NULL};
   const gemmd_client_options_t *o = opts != NULL ? opts : &kDefaults;
   gemmd_address_t addr;
   *out = NULL;
@@ -111,6 +112,18 @@ int gemmd_client_open(const char *address, const gemmd_client_options_t *opts, g
   grpc_init();
   c->transport = addr.transport;
   c->timeout_ms = o->timeout_ms;
+  if (o->bearer_token != NULL && o->bearer_token[0] != '\0') {
+    char *value = malloc(strlen(o->bearer_token) + 8);
+    if (value == NULL) {
+      gemmd_client_close(c);
+      return gemmd_status_set(status, GEMMD_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    sprintf(value, "Bearer %s", o->bearer_token);
+    c->auth_md.key = grpc_slice_from_static_string("authorization");
+    c->auth_md.value = grpc_slice_from_copied_string(value);
+    free(value);
+    c->has_auth = 1;
+  }
   gemmd_cq_pool_init(&c->cqs);
   rc = open_transport(c, &addr, o, status);
   if (rc != 0) {
@@ -128,6 +141,7 @@ void gemmd_client_close(gemmd_client_t *c) {
   gemmd_async_loop_stop(&c->async);
   gemmd_cq_pool_destroy(&c->cqs);
   if (c->channel != NULL) grpc_channel_destroy(c->channel);
+  if (c->has_auth) grpc_slice_unref(c->auth_md.value);
   free(c);
   grpc_shutdown();
 }
@@ -146,7 +160,7 @@ static int call_bytes(gemmd_client_t *c, const char *method, int64_t timeout_ms,
     return gemmd_status_set(status, GEMMD_STATUS_RESOURCE_EXHAUSTED,
                             "cannot create a completion queue");
   }
-  const int rc = gemmd_rpc_unary_sync(c->channel, cq, method,
+  const int rc = gemmd_rpc_unary_sync(c->channel, gemmd_client_auth(c), cq, method,
                                       gemmd_rpc_deadline(gemmd_client_timeout(c, timeout_ms)), req,
                                       len, resp, status);
   gemmd_cq_pool_put(&c->cqs, cq);
@@ -256,7 +270,7 @@ int gemmd_client_gemm_async(gemmd_client_t *c, const gemmd_gemm_call_t *call,
   int rc = gemmd_wire_encode_gemm(call, &buf, &len, status);
   if (rc == 0) {
     gemmd_async_loop_begin(&c->async);
-    rc = gemmd_rpc_unary_start(&op->rpc, c->channel, c->async.cq, GEMMD_METHOD_GEMM,
+    rc = gemmd_rpc_unary_start(&op->rpc, c->channel, gemmd_client_auth(c), c->async.cq, GEMMD_METHOD_GEMM,
                                gemmd_rpc_deadline(gemmd_client_timeout(c, call->timeout_ms)), buf,
                                len, &op->tag, status);
     if (rc != 0) gemmd_async_loop_end(&c->async);

@@ -59,6 +59,8 @@ typedef struct gemmd_client_options_s {
   int64_t timeout_ms;         /* default deadline per call; 0 = none */
   uint64_t max_message_bytes; /* gRPC send/receive limit; 0 = 1 GiB */
   const char *tls_root_certs; /* PEM file of CAs: use TLS; NULL = plaintext */
+  const char *bearer_token;   /* gRPC: sent as "authorization: Bearer <token>" on every call
+                                 (gemmd's --grpc-token-file); NULL = none */
 } gemmd_client_options_t;
 
 /* opts may be NULL for defaults. */

@@ -61,9 +61,18 @@ static int call_result(grpc_status_code code, grpc_slice details, int ok, grpc_b
   return GEMMD_STATUS_OK;
 }
 
+/* The SEND_INITIAL_METADATA op, with the token when there is one. */
+static void initial_metadata(grpc_op *op, const grpc_metadata *auth) {
+  op->op = GRPC_OP_SEND_INITIAL_METADATA;
+  if (auth != NULL) {
+    op->data.send_initial_metadata.count = 1;
+    op->data.send_initial_metadata.metadata = (grpc_metadata *)auth;
+  }
+}
+
 static void fill_unary_ops(gemmd_rpc_unary_t *u, grpc_op ops[6]) {
   memset(ops, 0, 6 * sizeof ops[0]);
-  ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+  initial_metadata(&ops[0], u->auth);
   ops[1].op = GRPC_OP_SEND_MESSAGE;
   ops[1].data.send_message.send_message = u->send;
   ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
@@ -87,10 +96,11 @@ static void unary_release(gemmd_rpc_unary_t *u) {
   memset(u, 0, sizeof *u);
 }
 
-int gemmd_rpc_unary_start(gemmd_rpc_unary_t *u, grpc_channel *ch, grpc_completion_queue *cq,
-                          const char *method, gpr_timespec deadline, uint8_t *req, size_t len,
-                          void *tag, gemmd_status_t *status) {
+int gemmd_rpc_unary_start(gemmd_rpc_unary_t *u, grpc_channel *ch, const grpc_metadata *auth,
+                          grpc_completion_queue *cq, const char *method, gpr_timespec deadline,
+                          uint8_t *req, size_t len, void *tag, gemmd_status_t *status) {
   memset(u, 0, sizeof *u);
+  u->auth = auth;
   grpc_metadata_array_init(&u->initial_md);
   grpc_metadata_array_init(&u->trailing_md);
   u->details = grpc_empty_slice();
@@ -124,11 +134,11 @@ static int pluck(grpc_completion_queue *cq, void *tag) {
   return ev.type == GRPC_OP_COMPLETE && ev.success;
 }
 
-int gemmd_rpc_unary_sync(grpc_channel *ch, grpc_completion_queue *cq, const char *method,
-                         gpr_timespec deadline, uint8_t *req, size_t len, grpc_slice *resp,
-                         gemmd_status_t *status) {
+int gemmd_rpc_unary_sync(grpc_channel *ch, const grpc_metadata *auth, grpc_completion_queue *cq,
+                         const char *method, gpr_timespec deadline, uint8_t *req, size_t len,
+                         grpc_slice *resp, gemmd_status_t *status) {
   gemmd_rpc_unary_t u;
-  const int rc = gemmd_rpc_unary_start(&u, ch, cq, method, deadline, req, len, &u, status);
+  const int rc = gemmd_rpc_unary_start(&u, ch, auth, cq, method, deadline, req, len, &u, status);
   if (rc != 0) return rc;
   const int ok = pluck(cq, &u);
   return gemmd_rpc_unary_finish(&u, ok, resp, status);
@@ -145,9 +155,11 @@ static void stream_release(gemmd_rpc_stream_t *s) {
   memset(s, 0, sizeof *s);
 }
 
-int gemmd_rpc_stream_open(gemmd_rpc_stream_t *s, grpc_channel *ch, grpc_completion_queue *cq,
-                          const char *method, gpr_timespec deadline, gemmd_status_t *status) {
+int gemmd_rpc_stream_open(gemmd_rpc_stream_t *s, grpc_channel *ch, const grpc_metadata *auth,
+                          grpc_completion_queue *cq, const char *method, gpr_timespec deadline,
+                          gemmd_status_t *status) {
   memset(s, 0, sizeof *s);
+  s->auth = auth;
   grpc_metadata_array_init(&s->initial_md);
   grpc_metadata_array_init(&s->trailing_md);
   s->details = grpc_empty_slice();
@@ -169,7 +181,7 @@ int gemmd_rpc_stream_send(gemmd_rpc_stream_t *s, uint8_t *buf, size_t len) {
   grpc_op ops[2];
   size_t n = 0;
   memset(ops, 0, sizeof ops);
-  if (!s->sent_metadata) ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
+  if (!s->sent_metadata) initial_metadata(&ops[n++], s->auth);
   ops[n].op = GRPC_OP_SEND_MESSAGE;
   ops[n++].data.send_message.send_message = bb;
   const grpc_call_error err = grpc_call_start_batch(s->call, ops, n, s, NULL);
@@ -184,7 +196,7 @@ int gemmd_rpc_stream_finish(gemmd_rpc_stream_t *s, grpc_slice *resp, gemmd_statu
   grpc_op ops[5];
   size_t n = 0;
   memset(ops, 0, sizeof ops);
-  if (!s->sent_metadata) ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
+  if (!s->sent_metadata) initial_metadata(&ops[n++], s->auth);
   if (!s->broken) ops[n++].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
   ops[n].op = GRPC_OP_RECV_INITIAL_METADATA;
   ops[n++].data.recv_initial_metadata.recv_initial_metadata = &s->initial_md;

@@ -14,6 +14,9 @@
 extern "C" {
 #endif
 
+/* Every call takes `auth`: the metadata sent with it (the bearer token), or NULL. It must
+ * outlive the call. */
+
 /* A deadline timeout_ms from now (monotonic); infinite for timeout_ms <= 0. */
 gpr_timespec gemmd_rpc_deadline(int64_t timeout_ms);
 
@@ -24,12 +27,13 @@ typedef struct gemmd_rpc_unary_s {
   grpc_byte_buffer *send, *recv;
   grpc_status_code code;
   grpc_slice details;
+  const grpc_metadata *auth;
 } gemmd_rpc_unary_t;
 
 /* Starts `method` with the request bytes req (ownership passes: freed with free() on every
  * path). The batch completes on cq with `tag`. */
-int gemmd_rpc_unary_start(gemmd_rpc_unary_t *u, grpc_channel *ch, grpc_completion_queue *cq,
-                          const char *method, gpr_timespec deadline, uint8_t *req, size_t len,
+int gemmd_rpc_unary_start(gemmd_rpc_unary_t *u, grpc_channel *ch, const grpc_metadata *auth,
+                          grpc_completion_queue *cq, const char *method, gpr_timespec deadline, uint8_t *req, size_t len,
                           void *tag, gemmd_status_t *status);
 
 /* After the batch's completion (ok = the event's success): the call's status; on OK,
@@ -37,7 +41,8 @@ int gemmd_rpc_unary_start(gemmd_rpc_unary_t *u, grpc_channel *ch, grpc_completio
 int gemmd_rpc_unary_finish(gemmd_rpc_unary_t *u, int ok, grpc_slice *resp, gemmd_status_t *status);
 
 /* start + wait on a pluck queue + finish. */
-int gemmd_rpc_unary_sync(grpc_channel *ch, grpc_completion_queue *cq, const char *method,
+int gemmd_rpc_unary_sync(grpc_channel *ch, const grpc_metadata *auth, grpc_completion_queue *cq,
+                         const char *method,
                          gpr_timespec deadline, uint8_t *req, size_t len, grpc_slice *resp,
                          gemmd_status_t *status);
 
@@ -49,12 +54,14 @@ typedef struct gemmd_rpc_stream_s {
   grpc_byte_buffer *recv;
   grpc_status_code code;
   grpc_slice details;
+  const grpc_metadata *auth;
   int sent_metadata;
   int broken; /* a send failed: the server ended the call; finish says why */
 } gemmd_rpc_stream_t;
 
-int gemmd_rpc_stream_open(gemmd_rpc_stream_t *s, grpc_channel *ch, grpc_completion_queue *cq,
-                          const char *method, gpr_timespec deadline, gemmd_status_t *status);
+int gemmd_rpc_stream_open(gemmd_rpc_stream_t *s, grpc_channel *ch, const grpc_metadata *auth,
+                          grpc_completion_queue *cq, const char *method, gpr_timespec deadline,
+                          gemmd_status_t *status);
 
 /* Sends one message (ownership of buf passes). Returns 0 when it was sent, -1 when the
  * stream is broken (stop sending; gemmd_rpc_stream_finish gives the status). */

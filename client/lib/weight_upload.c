@@ -47,7 +47,7 @@ static int stream_weight(gemmd_client_t *c, grpc_completion_queue *cq, const cha
   gemmd_rpc_stream_t s;
   grpc_slice bytes;
   ProtobufCMessage *msg = NULL;
-  int rc = gemmd_rpc_stream_open(&s, c->channel, cq, GEMMD_METHOD_REGISTER_WEIGHT,
+  int rc = gemmd_rpc_stream_open(&s, c->channel, gemmd_client_auth(c), cq, GEMMD_METHOD_REGISTER_WEIGHT,
                                  gemmd_rpc_deadline(c->timeout_ms), status);
   if (rc != 0) return rc;
   rc = send_chunks(&s, name, w, scratch, status);

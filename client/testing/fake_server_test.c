@@ -183,7 +183,7 @@ int main(void) {
   srv = fake_server_start(0, &port);
   snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
   gemmd_status_t st;
-  const gemmd_client_options_t o = {20000, 0, NULL};
+  const gemmd_client_options_t o = {20000, 0, NULL, NULL};
   expect_ok(gemmd_client_open(addr, &o, &c, &st), &st, "open");
 
   ctl_rng_t rng = {2024};

@@ -21,6 +21,39 @@ CHUNK_BYTES = 4 << 20  # RegisterWeight: data per stream message
 WeightRef = Union[str, int, WeightInfo]
 
 
+class _BearerToken(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor,
+                   grpc.StreamUnaryClientInterceptor, grpc.StreamStreamClientInterceptor):
+    """Adds ``authorization: Bearer <token>`` to every call (gemmd's --grpc-token-file), on
+    plaintext channels too, where grpcio's call credentials are not allowed."""
+
+    def __init__(self, token: str):
+        self.header = ("authorization", "Bearer " + token)
+
+    def _details(self, d: Any) -> Any:
+        md = list(d.metadata or []) + [self.header]
+        return d._replace(metadata=md) if hasattr(d, "_replace") else _Details(d, md)
+
+    def intercept_unary_unary(self, cont, details, request):
+        return cont(self._details(details), request)
+
+    def intercept_unary_stream(self, cont, details, request):
+        return cont(self._details(details), request)
+
+    def intercept_stream_unary(self, cont, details, requests):
+        return cont(self._details(details), requests)
+
+    def intercept_stream_stream(self, cont, details, requests):
+        return cont(self._details(details), requests)
+
+
+class _Details(grpc.ClientCallDetails):
+    def __init__(self, d: Any, metadata: Any):
+        self.method, self.timeout, self.credentials = d.method, d.timeout, d.credentials
+        self.wait_for_ready = getattr(d, "wait_for_ready", None)
+        self.compression = getattr(d, "compression", None)
+        self.metadata = metadata
+
+
 def matrix(op: Operand, with_data: bool = True) -> Any:
     """The gemm.proto Matrix of an operand."""
     return pb.Matrix(rows=op.rows, cols=op.cols, dtype=pb.DType.Name(op.dtype),
@@ -81,11 +114,14 @@ class GrpcTransport:
 
     name = "grpc"
 
-    def __init__(self, target: str, credentials: Any = None, options: Any = ()):
+    def __init__(self, target: str, credentials: Any = None, options: Any = (),
+                 token: Optional[str] = None):
         opts = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
         opts += list(options)
         self.channel = (grpc.secure_channel(target, credentials, opts) if credentials is not None
                         else grpc.insecure_channel(target, opts))
+        if token:
+            self.channel = grpc.intercept_channel(self.channel, _BearerToken(token))
         self.stub = rpc.GemmServiceStub(self.channel)
         self.health_stub = rpc.HealthStub(self.channel)
 

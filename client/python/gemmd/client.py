@@ -91,6 +91,8 @@ class Client:
             --shm-arena-bytes). Every request's A, scales and D must fit in it.
         ring_entries: shared memory only: ring slots (a power of two; 0: gemmd's default).
         credentials: gRPC only: ``grpc.ssl_channel_credentials(...)`` for TLS/mTLS.
+        token: gRPC: a bearer token, sent as ``authorization: Bearer <token>`` on every call
+            (gemmd's --grpc-token-file); also for the control channel over shared memory.
         options: gRPC only: extra channel options.
 
     Thread-safe: one Client serves any number of threads. Over shared memory it holds one
@@ -99,7 +101,7 @@ class Client:
 
     def __init__(self, target: str, *, control: Optional[str] = None, timeout: Optional[float] = None,
                  arena_bytes: int = 0, ring_entries: int = 0, credentials: Any = None,
-                 options: Any = ()):
+                 options: Any = (), token: Optional[str] = None):
         self.target = target
         self.timeout = timeout
         path = None
@@ -108,10 +110,10 @@ class Client:
         elif target.startswith("unix:"):
             path = target[len("unix:"):]
         if path is not None:
-            ctl = GrpcTransport(control, credentials, options) if control else None
+            ctl = GrpcTransport(control, credentials, options, token) if control else None
             self._t: Any = ShmTransport(path, arena_bytes, ring_entries, ctl)
         else:
-            self._t = GrpcTransport(target, credentials, options)
+            self._t = GrpcTransport(target, credentials, options, token)
 
     @property
     def transport(self) -> str:
