@@ -73,6 +73,7 @@ static void one_result(gemmd_json_writer_t *j, const ctl_bench_result_t *r) {
   key_u64(j, "n", r->n);
   key_u64(j, "k", r->k);
   key_u64(j, "concurrency", r->concurrency);
+  key_double(j, "request_rate", r->request_rate);
   key_string(j, "transport", r->transport);
   gemmd_json_key(j, "inline_b");
   gemmd_json_bool(j, r->inline_b);

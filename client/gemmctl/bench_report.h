@@ -25,6 +25,7 @@ typedef struct ctl_bench_samples_s {
 typedef struct ctl_bench_result_s {
   uint32_t m, n, k;
   unsigned concurrency;
+  double request_rate;   /* offered req/s (open loop); 0: closed loop */
   const char *transport; /* "grpc", "shm" */
   int inline_b;
   gemmd_dtype_t a_dtype, out_dtype;

@@ -12,6 +12,7 @@
 
 typedef struct shared_s {
   const ctl_bench_run_t *run;
+  uint64_t start_ns; /* the open loop's schedule starts here */
   uint64_t measure_from_ns;
   _Atomic uint64_t end_ns;
   atomic_int stop;
@@ -62,18 +63,38 @@ static void record(worker_t *w, int rc, const gemmd_gemm_result_t *r, const gemm
   pthread_mutex_unlock(&w->mu);
 }
 
+/* Open loop: this worker's k-th request is request k*C + index of all, due at
+ * start + that/rate. */
+static uint64_t due_ns(const shared_t *sh, const worker_t *w, uint64_t k) {
+  const double i = (double)k * sh->run->concurrency + w->index;
+  return sh->start_ns + (uint64_t)(i / sh->run->request_rate * 1e9);
+}
+
 static void *worker_main(void *arg) {
   worker_t *w = arg;
   shared_t *sh = w->shared;
   gemmd_gemm_call_t call = *sh->run->call;
+  const int open_loop = sh->run->request_rate > 0;
   uint64_t seq = 0;
   while (!atomic_load(&sh->stop)) {
     gemmd_gemm_result_t r;
     gemmd_status_t st;
+    uint64_t t0 = now_ns();
+    if (open_loop) {
+      const uint64_t due = due_ns(sh, w, seq);
+      if (due >= atomic_load(&sh->end_ns)) break;
+      while (t0 < due && !atomic_load(&sh->stop)) {
+        const uint64_t nap = due - t0 < 50000000ull ? due - t0 : 50000000ull;
+        const struct timespec ts = {0, (long)nap};
+        nanosleep(&ts, NULL);
+        t0 = now_ns();
+      }
+      t0 = due; /* late or not, the request was due then */
+    }
     call.request_id = ((uint64_t)w->index << 40) | ++seq;
-    const uint64_t t0 = now_ns();
     const int rc = gemmd_client_gemm(sh->run->client, &call, &r, &st);
     const uint64_t t1 = now_ns();
+    if (open_loop && rc == 0) r.client_ns = t1 - t0;
     const int counted = t0 >= sh->measure_from_ns && t1 <= atomic_load(&sh->end_ns);
     if (counted) record(w, rc, &r, &st);
     gemmd_gemm_result_free(&r);
@@ -206,7 +227,8 @@ int ctl_bench_run(const ctl_bench_run_t *run, ctl_bench_samples_t *out,
   worker_t *ws = calloc(run->concurrency, sizeof *ws);
   if (ws == NULL) return -1;
   sh.run = run;
-  sh.measure_from_ns = now_ns() + (uint64_t)(run->warmup_s * 1e9);
+  sh.start_ns = now_ns();
+  sh.measure_from_ns = sh.start_ns + (uint64_t)(run->warmup_s * 1e9);
   atomic_init(&sh.end_ns, sh.measure_from_ns + (uint64_t)(run->duration_s * 1e9));
   atomic_init(&sh.stop, 0);
   const unsigned started = start_workers(&sh, ws);

@@ -14,19 +14,26 @@
 #include "client/gemmctl/gemmctl.h"
 
 #define MAX_SHAPES 64
+#define MAX_CONCURRENCIES 16
 
 static const char kUsage[] =
-    "usage: gemmctl [global flags] bench [--concurrency C] [--shape MxNxK[,MxNxK...]]\n"
-    "         [--duration SECONDS] [--warmup SECONDS] [--transport grpc|shm] [--inline]\n"
+    "usage: gemmctl [global flags] bench [--concurrency C[,C...]] [--shape MxNxK[,MxNxK...]]\n"
+    "         [--request-rate R] [--duration SECONDS] [--warmup SECONDS]\n"
+    "         [--transport grpc|shm] [--inline]\n"
     "         [--a-dtype DTYPE] [--out DTYPE] [--json FILE|-] [--quiet]\n"
     "\n"
     "For each shape, registers a temporary E4M3 weight (N×K, 128x128 scales, named\n"
     "bench-<pid>-<i>; removed at the end or on Ctrl-C) unless --inline sends B in every\n"
     "request; then C threads send synchronous GEMMs back to back for the duration, after\n"
-    "a warmup that is not counted. Prints a table (shape, concurrency, requests, errors,\n"
+    "a warmup that is not counted (for each C given: a concurrency sweep). With\n"
+    "--request-rate the load is open: R requests a second in all, each sent when it is due\n"
+    "by the next free thread, its latency counted from when it was due. Prints a table\n"
+    "(shape, concurrency, requests, errors,\n"
     "req/s, GFLOP/s, round-trip p50/p90/p99/p99.9, mean server queue and compute time,\n"
     "mean batch size) and, with --json, the same as a JSON array.\n"
-    "  --concurrency C   threads (default 1)\n"
+    "  --concurrency C   threads (default 1); a list (1,8,32) runs each in turn\n"
+    "  --request-rate R  open loop: R requests per second over the C threads (default:\n"
+    "                    closed loop, each thread sends as soon as its last answer came)\n"
     "  --shape S         default 1x4096x4096\n"
     "  --duration S      measured seconds per shape (default 10)\n"
     "  --warmup S        seconds before measuring (default 2)\n"
@@ -38,7 +45,9 @@ static const char kUsage[] =
     "  --quiet           no progress lines\n";
 
 typedef struct bench_opts_s {
-  unsigned concurrency;
+  unsigned concurrency[MAX_CONCURRENCIES];
+  size_t n_concurrency;
+  double request_rate;
   ctl_shape_t shapes[MAX_SHAPES];
   size_t n_shapes;
   double duration_s, warmup_s;
@@ -50,7 +59,7 @@ typedef struct bench_opts_s {
 
 typedef struct bench_flags_s {
   const char *concurrency, *shape, *duration, *warmup, *transport, *inline_b, *a_dtype, *out, *json,
-      *quiet;
+      *quiet, *request_rate;
 } bench_flags_t;
 
 static volatile sig_atomic_t g_interrupted; /* set by SIGINT/SIGTERM during a bench */
@@ -66,11 +75,30 @@ static int usage_error(const char *msg, const char *value) {
 }
 
 static int parse_numbers(const bench_flags_t *f, bench_opts_t *o) {
-  uint64_t c = 1;
-  if (f->concurrency && (ctl_parse_u64(f->concurrency, &c) || c == 0 || c > 4096)) {
-    return usage_error("--concurrency must be 1..4096, not", f->concurrency);
+  const char *list = f->concurrency ? f->concurrency : "1";
+  for (const char *p = list;;) {
+    char item[32];
+    const size_t len = strcspn(p, ",");
+    uint64_t c = 0;
+    if (len == 0 || len >= sizeof item || o->n_concurrency == MAX_CONCURRENCIES) {
+      return usage_error("--concurrency must be 1..4096 or a list of at most 16 of them, not", list);
+    }
+    memcpy(item, p, len);
+    item[len] = '\0';
+    if (ctl_parse_u64(item, &c) || c == 0 || c > 4096) {
+      return usage_error("--concurrency must be 1..4096 or a list of at most 16 of them, not", list);
+    }
+    o->concurrency[o->n_concurrency++] = (unsigned)c;
+    if (p[len] == '\0') break;
+    p += len + 1;
   }
-  o->concurrency = (unsigned)c;
+  if (f->request_rate != NULL) {
+    char *end = NULL;
+    o->request_rate = strtod(f->request_rate, &end);
+    if (end == f->request_rate || *end != '\0' || !(o->request_rate > 0) || o->request_rate > 1e8) {
+      return usage_error("--request-rate must be requests per second, > 0, not", f->request_rate);
+    }
+  }
   if (ctl_parse_shape_list(f->shape ? f->shape : "1x4096x4096", o->shapes, MAX_SHAPES,
                            &o->n_shapes) != 0) {
     return usage_error("--shape must be MxNxK[,MxNxK...], not", f->shape);
@@ -111,6 +139,7 @@ static int parse_opts(int argc, char **argv, bench_opts_t *o, int *exit_code) {
   memset(&f, 0, sizeof f);
   const ctl_flag_t flags[] = {
       {"concurrency", 1, &f.concurrency},
+      {"request-rate", 1, &f.request_rate},
       {"shape", 1, &f.shape},
       {"duration", 1, &f.duration},
       {"warmup", 1, &f.warmup},
@@ -177,13 +206,14 @@ static void release_b(gemmd_client_t *c, bench_b_t *b) {
 
 /* Runs one shape; *r gets its row when *has_row is set (even when the exit code says
  * that no request succeeded). */
-static int bench_shape(gemmd_client_t *c, const bench_opts_t *o, size_t i, ctl_bench_result_t *r,
-                       int *has_row) {
+/* One shape: its weight registered once, then a run for each concurrency, a row each. */
+static int bench_shape(gemmd_client_t *c, const bench_opts_t *o, size_t i, ctl_bench_result_t *rows,
+                       size_t *n_rows) {
   const ctl_shape_t *s = &o->shapes[i];
   bench_b_t b;
   ctl_matrix_t a;
   ctl_rng_t rng = {i + 1};
-  *has_row = 0;
+  *n_rows = 0;
   int exit_code = prepare_b(c, o, i, &b);
   if (exit_code != 0) return exit_code;
   if (ctl_matrix_random(
@@ -198,31 +228,44 @@ static int bench_shape(gemmd_client_t *c, const bench_opts_t *o, size_t i, ctl_b
   call.b = b.weight_id ? NULL : &b.m.op;
   call.a = a.op;
   call.out_dtype = o->out;
-  char label[96];
-  snprintf(label, sizeof label, "%ux%ux%u c=%u", s->m, s->n, s->k, o->concurrency);
-  const ctl_bench_run_t run = {c,     &call,    o->concurrency, o->warmup_s, o->duration_s,
-                               label, o->quiet, &g_interrupted};
-  ctl_bench_samples_t samples;
-  gemmd_status_t first_error;
-  if (ctl_bench_run(&run, &samples, &first_error) != 0) {
-    exit_code = ctl_failf(CTL_EXIT_FAIL, GEMMD_STATUS_RESOURCE_EXHAUSTED,
-                          "bench: out of threads or memory");
-  } else {
+  for (size_t ci = 0; ci < o->n_concurrency && exit_code == 0 && !g_interrupted; ci++) {
+    const unsigned conc = o->concurrency[ci];
+    char label[96];
+    if (o->request_rate > 0) {
+      snprintf(label, sizeof label, "%ux%ux%u c=%u rate=%g/s", s->m, s->n, s->k, conc, o->request_rate);
+    } else {
+      snprintf(label, sizeof label, "%ux%ux%u c=%u", s->m, s->n, s->k, conc);
+    }
+    const ctl_bench_run_t run = {c,        &call,       conc,     o->request_rate, o->warmup_s,
+                                 o->duration_s, label, o->quiet, &g_interrupted};
+    ctl_bench_samples_t samples;
+    gemmd_status_t first_error;
+    memset(&first_error, 0, sizeof first_error);
+    if (ctl_bench_run(&run, &samples, &first_error) != 0) {
+      exit_code = ctl_failf(CTL_EXIT_FAIL, GEMMD_STATUS_RESOURCE_EXHAUSTED,
+                            "bench: out of threads or memory");
+      break;
+    }
+    ctl_bench_result_t *r = &rows[(*n_rows)++];
     *r = (ctl_bench_result_t){.m = s->m,
                               .n = s->n,
                               .k = s->k,
-                              .concurrency = o->concurrency,
+                              .concurrency = conc,
+                              .request_rate = o->request_rate,
                               .transport = gemmd_client_transport(c),
                               .inline_b = o->inline_b,
                               .a_dtype = o->a_dtype,
                               .out_dtype = o->out};
     ctl_bench_summarize(r, &samples);
     free(samples.round_trip_ns);
-    *has_row = 1;
     if (r->errors > 0) {
       fprintf(stderr, "gemmctl: bench %s: %llu requests failed; first: %s: %s\n", label,
               (unsigned long long)r->errors, gemmd_status_name(first_error.code),
               first_error.message);
+    }
+    if (o->request_rate > 0 && r->req_per_s < 0.9 * o->request_rate && !g_interrupted) {
+      fprintf(stderr, "gemmctl: bench %s: answered %.0f req/s of the %g offered: more threads "
+              "(--concurrency) or a lower rate\n", label, r->req_per_s, o->request_rate);
     }
     if (r->requests == 0 && !g_interrupted) exit_code = CTL_EXIT_FAIL;
   }
@@ -249,15 +292,18 @@ static int report(const bench_opts_t *o, FILE *json_file, const ctl_bench_result
 
 /* Every shape in turn; stops at one that could not run (its error is printed). */
 static int run_all(gemmd_client_t *c, const bench_opts_t *o, FILE *json_file) {
-  ctl_bench_result_t results[MAX_SHAPES];
+  ctl_bench_result_t *results = calloc(o->n_shapes * o->n_concurrency, sizeof *results);
+  if (results == NULL) {
+    return ctl_failf(CTL_EXIT_FAIL, GEMMD_STATUS_RESOURCE_EXHAUSTED, "bench: out of memory");
+  }
   size_t done = 0;
   int exit_code = CTL_EXIT_OK;
   for (size_t i = 0; i < o->n_shapes && !g_interrupted; i++) {
-    int has_row;
-    const int rc = bench_shape(c, o, i, &results[done], &has_row);
-    done += has_row != 0;
+    size_t rows;
+    const int rc = bench_shape(c, o, i, results + done, &rows);
+    done += rows;
     if (rc != CTL_EXIT_OK) exit_code = rc;
-    if (!has_row) break;
+    if (rows == 0) break;
   }
   if (done > 0) {
     const int rc = report(o, json_file, results, done);
@@ -267,6 +313,7 @@ static int run_all(gemmd_client_t *c, const bench_opts_t *o, FILE *json_file) {
     fprintf(stderr, "gemmctl: CANCELLED: bench interrupted\n");
     exit_code = CTL_EXIT_FAIL;
   }
+  free(results);
   return exit_code;
 }
 

@@ -131,13 +131,26 @@ expect 0 "" bench --duration 0.5 --warmup 0.2 --concurrency 3 --shape 1x256x300,
 expect_out "^shape\(MxNxK\) +conc +requests +errors +req/s +GFLOP/s +p50_us +p90_us +p99_us +p99.9_us"
 expect_out "^1x256x300 +3 +[1-9][0-9]* +0 "
 expect_out "^2x128x128 +3 +[1-9][0-9]* +0 "
-grep -Eq '^\[\{"shape":"1x256x300","m":1,"n":256,"k":300,"concurrency":3,"transport":"grpc","inline_b":false,.*\},\{"shape":"2x128x128",.*\}\]$' \
+grep -Eq '^\[\{"shape":"1x256x300","m":1,"n":256,"k":300,"concurrency":3,"request_rate":0,"transport":"grpc","inline_b":false,.*\},\{"shape":"2x128x128",.*\}\]$' \
   "$TEST_TMPDIR/bench.json" || { echo "FAIL: bench JSON: $(cat "$TEST_TMPDIR/bench.json")"; fails=$((fails + 1)); }
 expect 0 "" weights ls --json
 expect_out '^\[\{"weight_id":1,"name":"w1",[^]]*\}\]$' # the bench weights are gone
 expect 0 "bench 1x64x64 c=2: 1/1.5 s, [0-9]+ requests" bench --inline --duration 1.5 --warmup 0 --concurrency 2 \
   --shape 1x64x64 --json -
 expect_out '^\[\{"shape":"1x64x64",.*"inline_b":true,.*\}\]$'
+# A concurrency sweep: one row per C, the weight registered once.
+expect 0 "" bench --duration 0.4 --warmup 0 --quiet --concurrency 1,2,4 --shape 2x64x64
+expect_out "^2x64x64 +1 +[1-9][0-9]* +0 "
+expect_out "^2x64x64 +2 +[1-9][0-9]* +0 "
+expect_out "^2x64x64 +4 +[1-9][0-9]* +0 "
+# Open loop: 100 req/s for 2 s is about 200 requests, whatever the server could do.
+expect 0 "shape\\(MxNxK\\)" bench --duration 2 --warmup 0 --quiet --concurrency 2 --request-rate 100 --shape 2x64x64 --json -
+n=$(grep -o '"requests":[0-9]*' "$out" | cut -d: -f2)
+if ! grep -q '"request_rate":100' "$out" || [[ -z $n || $n -lt 180 || $n -gt 202 ]]; then
+  echo "FAIL: open loop at 100 req/s for 2 s made ${n:-no} requests: $(cat "$out")"; fails=$((fails + 1))
+fi
+expect 2 "^gemmctl: INVALID_ARGUMENT: bench: --request-rate must be" bench --request-rate 0
+expect 2 "^gemmctl: INVALID_ARGUMENT: bench: --concurrency must be" bench --concurrency 1,,2
 
 expect 0 "" weights rm w1
 expect_out "^unregistered 'w1'$"
