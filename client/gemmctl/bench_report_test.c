@@ -57,7 +57,7 @@ static void check_output(void) {
   char *json = NULL;
   CHECK(ctl_bench_json(r, 2, &json) == 0, "json");
   const char *want0 =
-      "[{\"shape\":\"1x4096x4096\",\"m\":1,\"n\":4096,\"k\":4096,\"concurrency\":8,"
+      "[{\"shape\":\"1x4096x4096\",\"m\":1,\"n\":4096,\"k\":4096,\"concurrency\":8,\"request_rate\":0,"
       "\"transport\":\"grpc\",\"inline_b\":false,\"a_dtype\":\"e4m3\",\"out_dtype\":\"bf16\","
       "\"seconds\":10,\"requests\":41234,\"errors\":0,\"req_per_s\":4123.4,\"gflop_per_s\":0,"
       "\"mean_us\":0,\"p50_us\":61,\"p90_us\":0,\"p99_us\":0,\"p999_us\":0,\"max_us\":0,"
