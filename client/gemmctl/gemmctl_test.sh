@@ -152,6 +152,23 @@ fi
 expect 2 "^gemmctl: INVALID_ARGUMENT: bench: --request-rate must be" bench --request-rate 0
 expect 2 "^gemmctl: INVALID_ARGUMENT: bench: --concurrency must be" bench --concurrency 1,,2
 
+# An FP8 checkpoint: tensor layer.w (4x256 E4M3) with its 128x128 scales in layer.w_scale_inv.
+st="$TEST_TMPDIR/ckpt.safetensors"
+python3 - "$st" <<'PY'
+import json, struct, sys
+hdr = {"layer.w": {"dtype": "F8_E4M3", "shape": [4, 256], "data_offsets": [0, 1024]},
+       "layer.w_scale_inv": {"dtype": "F32", "shape": [1, 2], "data_offsets": [1024, 1032]},
+       "other": {"dtype": "F32", "shape": [2], "data_offsets": [1032, 1040]}}
+h = json.dumps(hdr).encode()
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<Q", len(h)) + h + bytes([0x38] * 1024) + struct.pack("<4f", 0.5, 2.0, 1.0, 1.0))
+PY
+expect 0 "" weights add ckpt-w --safetensors "$st" --tensor layer.w
+expect_out "^[0-9]+ +ckpt-w +4 +256 +e4m3 +128x128 "
+expect 1 "^gemmctl: NOT_FOUND: weights add: .* has no 2-D FP8 tensor named 'nope'$" weights add x --safetensors "$st" --tensor nope
+expect 2 "^gemmctl: INVALID_ARGUMENT: weights add: --safetensors takes the shape" weights add x --safetensors "$st" --shape 4x256
+expect 0 "" weights rm ckpt-w
+
 expect 0 "" weights rm w1
 expect_out "^unregistered 'w1'$"
 expect 1 "^gemmctl: NOT_FOUND: no such weight$" weights rm --id 1

@@ -7,10 +7,12 @@
 #include "client/gemmctl/ctl_parse.h"
 #include "client/gemmctl/gemmctl.h"
 #include "client/lib/json_writer.h"
+#include "daemon/safetensors.h"
 
 static const char kUsage[] =
     "usage: gemmctl [global flags] weights add NAME --file F --shape NxK --dtype DTYPE\n"
     "                                       [--layout LAYOUT --scales FILE]\n"
+    "       gemmctl [global flags] weights add NAME --safetensors F [--tensor T]\n"
     "       gemmctl [global flags] weights ls [--json]\n"
     "       gemmctl [global flags] weights rm NAME | --id ID\n"
     "\n"
@@ -18,6 +20,9 @@ static const char kUsage[] =
     "     little-endian). DTYPE: e4m3 | e5m2 | bf16 | fp16 | fp32 (bf16 and fp32 are\n"
     "     quantized by the server to e4m3 with 128x128 scales). LAYOUT: none (default) |\n"
     "     tensor | row | 128x128; its scales are float32 values in FILE, row-major.\n"
+    "     With --safetensors: the 2-D FP8 tensor T (default NAME) of an FP8 checkpoint file,\n"
+    "     with its scales from the tensor T_scale_inv or T_scale (F32; [] tensor, [N] row,\n"
+    "     [ceil(N/128), ceil(K/128)] 128x128), as gemmd's --preload reads them.\n"
     "ls:  lists the registered weights (--json: an array of WeightInfo objects).\n"
     "rm:  unregisters a weight by name or by id; waits for requests using it.\n";
 
@@ -32,21 +37,76 @@ static int add_usage_error(const char *what) {
   return ctl_failf(CTL_EXIT_USAGE, GEMMD_STATUS_INVALID_ARGUMENT, "weights add: %s", what);
 }
 
+/* gemmd_safetensors_load's visitor: keeps the tensor named `want`, frees the others. */
+typedef struct {
+  const char *want;
+  gemmd_weight_t *found;
+} pick_t;
+
+static void pick_tensor(void *ctx, gemmd_weight_t *w) {
+  pick_t *p = ctx;
+  if (p->found == NULL && strcmp(w->name, p->want) == 0) {
+    p->found = w;
+  } else {
+    gemmd_weight_free(w);
+  }
+}
+
+/* weights add NAME --safetensors FILE [--tensor T]. */
+static int add_from_safetensors(const ctl_global_t *g, const char *name, const char *path,
+                                const char *tensor) {
+  pick_t p = {tensor != NULL ? tensor : name, NULL};
+  char err[512];
+  int skipped = 0;
+  if (gemmd_safetensors_load(path, pick_tensor, &p, &skipped, err, sizeof err) < 0) {
+    return ctl_failf(CTL_EXIT_FAIL, GEMMD_STATUS_INVALID_ARGUMENT, "weights add: %s", err);
+  }
+  if (p.found == NULL) {
+    return ctl_failf(CTL_EXIT_FAIL, GEMMD_STATUS_NOT_FOUND,
+                     "weights add: %s has no 2-D FP8 tensor named '%s'", path, p.want);
+  }
+  const gemmd_operand_t op = gemmd_weight_operand(p.found);
+  gemmd_client_t *c = ctl_open(g);
+  if (c == NULL) {
+    gemmd_weight_free(p.found);
+    return CTL_EXIT_FAIL;
+  }
+  gemmd_weight_info_t info;
+  gemmd_status_t st;
+  const int rc = gemmd_client_register_weight(c, name, &op, &info, &st);
+  gemmd_client_close(c);
+  gemmd_weight_free(p.found);
+  if (rc != 0) return ctl_fail(&st);
+  print_info_line(&info);
+  return CTL_EXIT_OK;
+}
+
 static int cmd_add(const ctl_global_t *g, int argc, char **argv) {
   const char *file = NULL, *shape = NULL, *dtype_s = NULL, *layout_s = "none", *scales = NULL;
+  const char *safetensors = NULL, *tensor = NULL;
   const ctl_flag_t flags[] = {{"file", 1, &file},
                               {"shape", 1, &shape},
                               {"dtype", 1, &dtype_s},
                               {"layout", 1, &layout_s},
-                              {"scales", 1, &scales}};
+                              {"scales", 1, &scales},
+                              {"safetensors", 1, &safetensors},
+                              {"tensor", 1, &tensor}};
   char *pos[1];
-  ctl_args_t a = {.flags = flags, .n_flags = 5, .positional = pos, .max_positional = 1};
+  ctl_args_t a = {.flags = flags, .n_flags = 7, .positional = pos, .max_positional = 1};
   int exit_code;
   if (ctl_parse_command(&a, argc, argv, kUsage, &exit_code) != 0) return exit_code;
   uint32_t nk[2];
   gemmd_dtype_t dtype;
   gemmd_scale_layout_t layout;
   if (a.n_positional != 1) return add_usage_error("name the weight");
+  if (safetensors != NULL) {
+    if (file != NULL || shape != NULL || dtype_s != NULL || scales != NULL) {
+      return add_usage_error("--safetensors takes the shape, dtype and scales from the file: "
+                             "no --file, --shape, --dtype or --scales with it");
+    }
+    return add_from_safetensors(g, pos[0], safetensors, tensor);
+  }
+  if (tensor != NULL) return add_usage_error("--tensor goes with --safetensors");
   if (file == NULL) return add_usage_error("--file is required");
   if (shape == NULL || ctl_parse_shape(shape, nk, 2) != 0) {
     return add_usage_error("--shape must be NxK, e.g. 4096x7168");
