@@ -39,16 +39,24 @@ typedef struct {
   grpc_byte_buffer *recv_buf;
   int finished; /* status sent */
   int counted;  /* holds one of --max-registrations */
-  uint64_t uploading; /* its share of rpc->uploading_bytes */
+  _Atomic uint64_t uploading; /* its share of rpc->uploading_bytes, until answered */
   gemmd_weight_upload_t up;
 } reg_call_t;
 
 size_t rpc_register_call_size(void) { return sizeof(reg_call_t); }
 
+/* Gives the upload's bytes back to the budget check. Before the answer is sent, so that a
+ * client's next registration never counts this one twice (the registry holds it by then,
+ * or it failed). */
+static void release_upload(reg_call_t *r) {
+  const uint64_t share = atomic_exchange(&r->uploading, 0);
+  if (share) atomic_fetch_sub(&r->base.rpc->uploading_bytes, share);
+}
+
 static void reg_cleanup(rpc_call_t *c) {
   reg_call_t *r = (reg_call_t *)c;
   if (r->counted) atomic_fetch_sub(&c->rpc->registrations, 1);
-  if (r->uploading) atomic_fetch_sub(&c->rpc->uploading_bytes, r->uploading);
+  release_upload(r);
   gemmd_weight_upload_free(&r->up);
   if (r->recv_buf) grpc_byte_buffer_destroy(r->recv_buf);
 }
@@ -56,6 +64,7 @@ static void reg_cleanup(rpc_call_t *c) {
 static void reg_fail(reg_call_t *r, int code, const char *msg) {
   if (r->finished) return;
   r->finished = 1;
+  release_upload(r);
   rpc_finish(&r->base, NULL, 0, code, msg);
 }
 
@@ -63,6 +72,7 @@ static void reg_fail(reg_call_t *r, int code, const char *msg) {
 static void reg_done(void *ctx, int code, const char *message, const gemmd_weight_t *w) {
   reg_call_t *r = ctx;
   r->finished = 1;
+  release_upload(r);
   if (code == GEMMD_CODE_OK) {
     size_t len;
     uint8_t *buf = pack_info(w, &len);
@@ -132,7 +142,7 @@ static int reg_admit(void *ctx, const char *name, uint64_t stored, char *msg, si
              name, stored, used < budget ? budget - used : 0, budget, held, others);
     return GEMMD_CODE_RESOURCE_EXHAUSTED;
   }
-  r->uploading = stored;
+  atomic_store(&r->uploading, stored);
   return GEMMD_CODE_OK;
 }
 
