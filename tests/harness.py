@@ -165,6 +165,16 @@ class Gemmd:
     def open_fds(self):
         return len(os.listdir("/proc/%d/fd" % self.proc.pid))
 
+    def fd_targets(self):
+        """What each open fd of the daemon points at (a socket, a file, an eventfd), by fd."""
+        out = {}
+        for fd in os.listdir("/proc/%d/fd" % self.proc.pid):
+            try:
+                out[int(fd)] = os.readlink("/proc/%d/fd/%s" % (self.proc.pid, fd))
+            except OSError:
+                pass
+        return out
+
     def rss_bytes(self):
         with open("/proc/%d/status" % self.proc.pid) as f:
             for line in f:
