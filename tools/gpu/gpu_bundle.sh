@@ -25,7 +25,9 @@ bazel build -c opt "${targets[@]}"
 rm -rf .gpu
 mkdir -p .gpu/bin .gpu/lib
 for t in "${targets[@]}"; do
-  path="bazel-bin/$(echo "${t#//}" | tr ':' '/')"
+  t="${t#//}"
+  case "$t" in *:*) ;; *) t="$t:${t##*/}" ;; esac # //pkg/name means //pkg/name:name
+  path="bazel-bin/$(echo "$t" | tr ':' '/')"
   cp "$path" .gpu/bin/
 done
 # Without their host debug sections (the device tool carries 64 MiB at most); the kernels'
