@@ -136,29 +136,29 @@ static int grow(void **buf, size_t *cap, size_t need, size_t want) {
 }
 
 int gemmd_weight_upload_append(gemmd_weight_upload_t *up, const Gemmd__V1__RegisterWeightRequest *m,
-                               char *msg, size_t n) {
-  if (m->weight == NULL) return GEMMD_CODE_OK;
-  const Gemmd__V1__Matrix *h = m->weight;
-  if (h->data.len > up->data_want - up->data_len) {
+                               const gemmd_piece_range_t *data, char *msg, size_t n) {
+  const size_t data_len = data != NULL ? data->len : 0;
+  const size_t n_scales = m->weight != NULL ? m->weight->n_scales : 0;
+  if (data_len > up->data_want - up->data_len) {
     snprintf(msg, n, "weight.data runs past %zu bytes, the size of a %u x %u %s weight",
              up->data_want, up->rows, up->cols, gemmd_dtype_name(up->dtype));
     return GEMMD_CODE_INVALID_ARGUMENT;
   }
-  if (h->n_scales > up->scales_want - up->n_scales) {
+  if (n_scales > up->scales_want - up->n_scales) {
     snprintf(msg, n, "weight.scales runs past the %zu values %s needs", up->scales_want,
              gemmd_scale_layout_name(up->layout));
     return GEMMD_CODE_INVALID_ARGUMENT;
   }
-  if (grow((void **)&up->data, &up->data_cap, up->data_len + h->data.len, up->data_want) != 0 ||
-      grow((void **)&up->scales, &up->scales_cap, sizeof(float) * (up->n_scales + h->n_scales),
+  if (grow((void **)&up->data, &up->data_cap, up->data_len + data_len, up->data_want) != 0 ||
+      grow((void **)&up->scales, &up->scales_cap, sizeof(float) * (up->n_scales + n_scales),
            sizeof(float) * up->scales_want) != 0) {
     snprintf(msg, n, "out of memory for a %zu-byte weight", up->data_want);
     return GEMMD_CODE_RESOURCE_EXHAUSTED;
   }
-  if (h->data.len) memcpy(up->data + up->data_len, h->data.data, h->data.len);
-  up->data_len += h->data.len;
-  if (h->n_scales) memcpy(up->scales + up->n_scales, h->scales, sizeof(float) * h->n_scales);
-  up->n_scales += h->n_scales;
+  if (data_len) gemmd_piece_range_copy(data, up->data + up->data_len);
+  up->data_len += data_len;
+  if (n_scales) memcpy(up->scales + up->n_scales, m->weight->scales, sizeof(float) * n_scales);
+  up->n_scales += n_scales;
   return GEMMD_CODE_OK;
 }
 

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "daemon/register_wire.h"
 #include "daemon/request.h"
 #include "daemon/validate.h"
 #include "daemon/weight.h"
@@ -46,9 +47,11 @@ int gemmd_weight_upload_start(gemmd_weight_upload_t *up, const Gemmd__V1__Regist
                               gemmd_upload_admit_fn admit, void *admit_ctx, char *msg, size_t n);
 
 /* Appends one message's data and scales (any message, the first included); refused when
- * they run past the header's size. */
+ * they run past the header's size. The data is `data`, where gemmd_register_split found it
+ * in the message's pieces (register_wire.h; NULL: none): it is copied once, from there into
+ * the weight's buffer. m is the rest of the message, unpacked. */
 int gemmd_weight_upload_append(gemmd_weight_upload_t *up, const Gemmd__V1__RegisterWeightRequest *m,
-                               char *msg, size_t n);
+                               const gemmd_piece_range_t *data, char *msg, size_t n);
 
 /* The stream ended: the weight (refs 1, name set, id 0), once every byte and scale came.
  * FP8 bytes are taken over by the weight; other dtypes are quantized here. */

@@ -5,6 +5,8 @@
  * and checks the bytes as they come (a stream that overruns the header's size is stopped
  * at once), quantizes BF16/FP16/FP32 weights to E4M3 128×128 when the stream ends, and
  * hands the weight to the loop, which registers it and answers. */
+#include <grpc/byte_buffer.h>
+#include <grpc/byte_buffer_reader.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,6 +158,55 @@ static int reg_start(reg_call_t *r, const Gemmd__V1__RegisterWeightRequest *m, c
 
 static void reg_recv(reg_call_t *r);
 
+/* One message of the stream, read from gRPC's slices as they are: weight.data is copied
+ * once, into the weight's buffer (register_wire.h); protobuf-c unpacks the rest. */
+static int reg_take(reg_call_t *r, grpc_byte_buffer *bb, char *msg, size_t n) {
+  grpc_byte_buffer_reader reader;
+  if (!grpc_byte_buffer_reader_init(&reader, bb)) {
+    snprintf(msg, n, "a message could not be read (is its compression one gRPC knows?)");
+    return GEMMD_CODE_INVALID_ARGUMENT;
+  }
+  gemmd_piece_t *pieces = NULL;
+  size_t n_pieces = 0, cap = 0;
+  int code = GEMMD_CODE_OK;
+  grpc_slice *slice;
+  while (code == GEMMD_CODE_OK && grpc_byte_buffer_reader_peek(&reader, &slice)) {
+    if (n_pieces == cap) {
+      cap = cap ? 2 * cap : 64;
+      gemmd_piece_t *grown = realloc(pieces, cap * sizeof *pieces);
+      if (grown == NULL) {
+        code = GEMMD_CODE_RESOURCE_EXHAUSTED;
+        break;
+      }
+      pieces = grown;
+    }
+    pieces[n_pieces++] = (gemmd_piece_t){GRPC_SLICE_START_PTR(*slice), GRPC_SLICE_LENGTH(*slice)};
+  }
+  uint8_t *rest = NULL;
+  size_t rest_len = 0;
+  gemmd_piece_range_t data;
+  if (code == GEMMD_CODE_OK) {
+    const int rc = gemmd_register_split(pieces, n_pieces, &rest, &rest_len, &data);
+    code = rc == 0 ? GEMMD_CODE_OK : rc == -1 ? GEMMD_CODE_INVALID_ARGUMENT : GEMMD_CODE_RESOURCE_EXHAUSTED;
+  }
+  Gemmd__V1__RegisterWeightRequest *m =
+      code == GEMMD_CODE_OK ? gemmd__v1__register_weight_request__unpack(NULL, rest_len, rest) : NULL;
+  free(rest);
+  if (code == GEMMD_CODE_RESOURCE_EXHAUSTED) {
+    snprintf(msg, n, "out of memory reading a RegisterWeightRequest");
+  } else if (m == NULL) {
+    snprintf(msg, n, "a message is not a valid gemmd.v1.RegisterWeightRequest");
+    code = GEMMD_CODE_INVALID_ARGUMENT;
+  } else {
+    if (!r->up.started) code = reg_start(r, m, msg, n);
+    if (code == GEMMD_CODE_OK) code = gemmd_weight_upload_append(&r->up, m, &data, msg, n);
+    gemmd__v1__register_weight_request__free_unpacked(m, NULL);
+  }
+  grpc_byte_buffer_reader_destroy(&reader);
+  free(pieces);
+  return code;
+}
+
 static void on_reg_recv(rpc_tag_t *tag, int ok) {
   reg_call_t *r = RPC_CONTAINER(tag, reg_call_t, on_recv);
   if (!ok) { /* the call broke */
@@ -167,24 +218,10 @@ static void on_reg_recv(rpc_tag_t *tag, int ok) {
     rpc_call_unref(&r->base);
     return;
   }
-  uint8_t *bytes;
-  size_t len;
-  const int read_rc = rpc_read_buffer(r->recv_buf, &bytes, &len);
+  char msg[512];
+  const int code = reg_take(r, r->recv_buf, msg, sizeof msg);
   grpc_byte_buffer_destroy(r->recv_buf);
   r->recv_buf = NULL;
-  Gemmd__V1__RegisterWeightRequest *m =
-      read_rc == GEMMD_OK ? gemmd__v1__register_weight_request__unpack(NULL, len, bytes) : NULL;
-  if (read_rc == GEMMD_OK) free(bytes);
-  char msg[512];
-  int code = GEMMD_CODE_OK;
-  if (m == NULL) {
-    snprintf(msg, sizeof msg, "a message is not a valid gemmd.v1.RegisterWeightRequest");
-    code = GEMMD_CODE_INVALID_ARGUMENT;
-  } else {
-    if (!r->up.started) code = reg_start(r, m, msg, sizeof msg);
-    if (code == GEMMD_CODE_OK) code = gemmd_weight_upload_append(&r->up, m, msg, sizeof msg);
-    gemmd__v1__register_weight_request__free_unpacked(m, NULL);
-  }
   if (code != GEMMD_CODE_OK) {
     reg_fail(r, code, msg);
   } else {

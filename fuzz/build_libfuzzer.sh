@@ -28,7 +28,7 @@ BIN_SAN=-fsanitize=fuzzer,address,undefined
 LIB_SRCS=(
   kernels/errors.c kernels/operand.c kernels/quantize.c
   daemon/config.c daemon/hashmap.c daemon/http_parse.c daemon/json.c daemon/log.c
-  daemon/request.c daemon/request_build.c daemon/rpc_decode.c daemon/safetensors.c
+  daemon/register_wire.c daemon/request.c daemon/request_build.c daemon/rpc_decode.c daemon/safetensors.c
   daemon/shm_check.c daemon/validate.c daemon/weight.c daemon/weights.c
   "$OUT/gen/gemmd/v1/gemm.pb-c.c"
 )
