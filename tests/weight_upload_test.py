@@ -1,9 +1,10 @@
 """A large weight registered over gRPC costs gemmd the weight and the message, not copies of
 them: RegisterWeight reads weight.data straight from gRPC's slices into the weight's own
 buffer (daemon/register_wire.c). Registers a 256 MiB E4M3 weight in one message through
-grpcio and fails if gemmd's peak resident memory (VmHWM) grew by more than 2.5x the
-weight (2.7x under ASan): gRPC's slices and the weight's buffer are 2x (2.01x measured); copying the message
-into one buffer, then protobuf-c's, then the weight's made it 3.02x (2026-12-05, CPU). The weight is then used: a GEMM against it matches the FP64 reference."""
+grpcio and fails if gemmd's peak resident memory (VmHWM) grew by more than 2.5x the weight
+(2.7x under ASan): gRPC's slices and the weight's buffer are 2x (2.01x measured); copying
+the message into one buffer, then protobuf-c's, then the weight's made it 3.02x
+(2026-12-05, CPU). The weight is then used: a GEMM against it matches the FP64 reference."""
 
 import os
 import unittest
