@@ -1,6 +1,7 @@
 """gemmctl and libgemmclient against the real gemmd: info, stats, weights add/ls/rm from
 files, one-off GEMMs checked against FP64 (the client's own check, then the tests' numpy
-reference on the same registered weight through grpcio), bench with JSON, ping, errors."""
+reference on the same registered weight through grpcio), GemmStream, bench with JSON, ping,
+errors; and one client balancing over two gemmd."""
 
 import json
 import os
@@ -13,8 +14,8 @@ import numpy as np
 import harness as H
 
 
-def gemmctl(d, *args, check=True, timeout=120):
-    p = subprocess.run([H.repo_path("client/gemmctl/gemmctl"), "--addr", d.address] + list(args),
+def gemmctl(d, *args, check=True, timeout=120, addr=None):
+    p = subprocess.run([H.repo_path("client/gemmctl/gemmctl"), "--addr", addr or d.address] + list(args),
                        capture_output=True, text=True, timeout=timeout)
     if check and p.returncode != 0:
         raise AssertionError("gemmctl %s exited %d:\n%s%s" % (" ".join(args), p.returncode, p.stdout, p.stderr))
@@ -94,6 +95,21 @@ class Gemmctl(unittest.TestCase):
         names = [w["name"] for w in json.loads(gemmctl(self.d, "weights", "ls", "--json").stdout)]
         self.assertFalse([n for n in names if n.startswith("bench-")], names)
 
+    def test_gemm_stream(self):
+        """GemmStream (libgemmclient's stream API): 50 requests on one stream, each answered
+        once, checked; over shm the same API. A request the server refuses gets its own
+        error and the stream goes on."""
+        for addr in (self.d.address, "unix://" + self.d.shm_socket):
+            p = gemmctl(self.d, "gemm", "--m", "4", "--n", "64", "--k", "256", "--out", "fp32", "--check",
+                        "--stream", "50", addr=addr)
+            self.assertIn("50 requests sent, 50 answered (0 failed)", p.stdout, addr)
+            self.assertRegex(p.stdout, r"check .*: ok", addr)
+        p = gemmctl(self.d, "gemm", "--m", "4", "--k", "256", "--weight", "no-such-weight", "--stream", "5",
+                    check=False)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("5 requests sent, 5 answered (5 failed)", p.stdout)
+        self.assertIn("NOT_FOUND", p.stderr)
+
     def test_shared_memory_transport(self):
         """The same library calls over unix://: weights, checked GEMMs, bench."""
         shm = "unix://" + self.d.shm_socket
@@ -146,6 +162,65 @@ class Gemmctl(unittest.TestCase):
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 1)
         self.assertIn("UNAVAILABLE", p.stderr)
+
+
+def ok_requests(d):
+    """gemmd_requests_total of OK gRPC requests, from /metrics."""
+    _, body, _ = d.http("/metrics")
+    for line in body.decode().splitlines():
+        if line.startswith('gemmd_requests_total{transport="grpc",code="OK"}'):
+            return int(float(line.split()[-1]))
+    return 0
+
+
+class Balancing(unittest.TestCase):
+    """One client, several gemmd (--addr A,B): GEMMs go to each in turn, a weight is
+    registered on all of them (each numbers it itself; the client sends each the id it
+    knows), and a gemmd that is down is stepped over."""
+
+    def test_two_endpoints(self):
+        pb, _, _, _ = H.stubs()
+        rng = np.random.default_rng()
+        a, b = H.Gemmd(), H.Gemmd()
+        try:
+            # b holds another weight first, so the benchmark's weight gets another id there;
+            # its K differs, so a request sent with a's id would be refused.
+            b.stub().RegisterWeight(iter([pb.RegisterWeightRequest(
+                name="b-only", weight=H.make_matrix(pb, rng, 16, 128, H.DT_E4M3, H.SL_NONE))]))
+            both = "%s,%s" % (a.address, b.address)
+            out = os.path.join(H.tmpdir(), "balance-%d.json" % time.monotonic_ns())
+            gemmctl(a, "bench", "--concurrency", "4", "--shape", "4x64x256", "--duration", "1",
+                    "--warmup", "0.2", "--json", out, addr=both)
+            with open(out) as f:
+                row = json.load(f)[0]
+            self.assertEqual(row["errors"], 0)
+            served = ok_requests(a), ok_requests(b)
+            self.assertGreaterEqual(min(served), 0.3 * sum(served), "each endpoint's share: %s" % (served,))
+            names = lambda d: sorted(w["name"] for w in json.loads(gemmctl(d, "weights", "ls", "--json").stdout))  # noqa: E731
+            self.assertEqual((names(a), names(b)), ([], ["b-only"]), "the bench's weight left both")
+
+            # b goes away: GEMMs that would have gone to it go to a; a registration, which
+            # must reach every endpoint, is refused, names b and leaves nothing on a.
+            self.assertEqual(b.stop(), 0)
+            before = ok_requests(a)
+            gemmctl(a, "bench", "--concurrency", "2", "--shape", "4x64x256", "--inline", "--duration", "1",
+                    "--warmup", "0", "--json", out, addr=both)
+            with open(out) as f:
+                row = json.load(f)[0]
+            self.assertEqual(row["errors"], 0)
+            self.assertGreater(ok_requests(a) - before, 0)
+            data = os.path.join(H.tmpdir(), "bal-w-%d.bin" % time.monotonic_ns())
+            with open(data, "wb") as f:
+                f.write(bytes(64 * 256))
+            p = gemmctl(a, "weights", "add", "w", "--file", data, "--shape", "64x256", "--dtype", "e4m3",
+                        addr=both, check=False)
+            self.assertEqual(p.returncode, 1)
+            self.assertIn("UNAVAILABLE", p.stderr)
+            self.assertIn(b.address, p.stderr)
+            self.assertEqual(names(a), [])
+        finally:
+            a.stop()
+            b.stop()
 
 
 if __name__ == "__main__":

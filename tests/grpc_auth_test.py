@@ -1,7 +1,9 @@
 """Bearer tokens on gRPC (--grpc-token-file): every GemmService call without a valid
 `authorization: Bearer <token>` is UNAUTHENTICATED, grpc.health.v1 stays open for probes,
 the Python package sends the token, a rewritten file takes effect without a restart, and a
-bad file stops gemmd at start with a message naming the option."""
+bad file stops gemmd at start with a message naming the option. Mutual TLS
+(--tls-client-ca): gemmctl and grpcio with a certificate from the CA are served, without one
+or with another they are not."""
 
 import os
 import time
@@ -125,6 +127,78 @@ class GrpcAuth(unittest.TestCase):
             self.assertEqual(d.wait(timeout=30), 1)
             self.assertIn("--grpc-token-file", d.log_text())
             d.stop()
+
+
+def openssl(*args, cwd):
+    import subprocess
+    subprocess.run(["openssl"] + list(args), cwd=cwd, check=True, capture_output=True, timeout=60)
+
+
+def make_pki(tmp):
+    """A CA; a server certificate for localhost and 127.0.0.1 and a client certificate, both
+    signed by it; and a self-signed client certificate no CA vouches for."""
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+            "-days", "1", "-subj", "/CN=gemmd-test-ca", cwd=tmp)
+    for name, cn, ext in (("server", "localhost", "subjectAltName=DNS:localhost,IP:127.0.0.1"),
+                          ("client", "worker-1", "extendedKeyUsage=clientAuth")):
+        with open(os.path.join(tmp, name + ".ext"), "w") as f:
+            f.write(ext + "\n")
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", name + ".key", "-out", name + ".csr",
+                "-subj", "/CN=" + cn, cwd=tmp)
+        openssl("x509", "-req", "-in", name + ".csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+                "-CAcreateserial", "-out", name + ".pem", "-days", "1", "-extfile", name + ".ext", cwd=tmp)
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "rogue.key", "-out", "rogue.pem",
+            "-days", "1", "-subj", "/CN=rogue", cwd=tmp)
+    return {k: os.path.join(tmp, k) for k in ("ca.pem", "server.pem", "server.key", "client.pem",
+                                              "client.key", "rogue.pem", "rogue.key")}
+
+
+class MutualTls(unittest.TestCase):
+    """--tls-client-ca: only clients with a certificate from that CA are served; gemmctl (and
+    so libgemmclient) and grpcio present theirs."""
+
+    def test_client_certificates(self):
+        import subprocess
+
+        tmp = os.path.join(H.tmpdir(), "mtls-%d" % time.monotonic_ns())
+        os.makedirs(tmp)
+        pki = make_pki(tmp)
+        ctl = H.repo_path("client/gemmctl/gemmctl")
+        with H.Gemmd("--tls-cert", pki["server.pem"], "--tls-key", pki["server.key"],
+                     "--tls-client-ca", pki["ca.pem"]) as d:
+            addr = "127.0.0.1:%d" % d.grpc_port  # the certificate names it; no DNS lookup
+
+            def run(*args):
+                return subprocess.run([ctl, "--addr", addr, "--timeout-ms", "10000", "--tls-ca", pki["ca.pem"]]
+                                      + list(args), capture_output=True, text=True, timeout=60)
+            p = run("--tls-cert", pki["client.pem"], "--tls-key", pki["client.key"],
+                    "gemm", "--m", "4", "--n", "32", "--k", "128", "--check")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            for extra in ([], ["--tls-cert", pki["rogue.pem"], "--tls-key", pki["rogue.key"]]):
+                p = run(*(extra + ["info"]))
+                self.assertEqual(p.returncode, 1, "served without a certificate from the CA: %s" % extra)
+                self.assertIn("UNAVAILABLE", p.stderr)
+            p = run("--tls-cert", pki["client.pem"], "info")
+            self.assertEqual(p.returncode, 1)
+            self.assertIn("go together", p.stderr)
+
+            def read(name):
+                with open(pki[name], "rb") as f:
+                    return f.read()
+            creds = grpc.ssl_channel_credentials(root_certificates=read("ca.pem"),
+                                                 private_key=read("client.key"),
+                                                 certificate_chain=read("client.pem"))
+            with grpc.secure_channel(addr, creds) as ch:
+                r = self.rpc_stub(ch).ListWeights(self.pb.ListWeightsRequest(), timeout=10)
+                self.assertIsNotNone(r)
+            with grpc.secure_channel(addr, grpc.ssl_channel_credentials(root_certificates=read("ca.pem"))) as ch:
+                with self.assertRaises(grpc.RpcError) as e:
+                    self.rpc_stub(ch).ListWeights(self.pb.ListWeightsRequest(), timeout=10)
+                self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+
+    def setUp(self):
+        self.pb, rpc, _, _ = H.stubs()
+        self.rpc_stub = rpc.GemmServiceStub
 
 
 if __name__ == "__main__":

@@ -10,8 +10,9 @@
 #include "client/gemmctl/ctl_parse.h"
 
 static const char kUsage[] =
-    "usage: gemmctl [--addr HOST:PORT|unix:///PATH] [--timeout-ms N] [--tls-ca FILE]\n"
-    "               [--token-file FILE] COMMAND ...\n"
+    "usage: gemmctl [--addr HOST:PORT[,HOST:PORT...]|unix:///PATH] [--timeout-ms N]\n"
+    "               [--tls-ca FILE [--tls-cert FILE --tls-key FILE]] [--token-file FILE]\n"
+    "               COMMAND ...\n"
     "\n"
     "Talks to gemmd over gRPC (HOST:PORT) or shared memory (unix:///PATH).\n"
     "\n"
@@ -19,6 +20,8 @@ static const char kUsage[] =
     "  --addr ADDR      server address (default $GEMMD_ADDR, else localhost:50051)\n"
     "  --timeout-ms N   deadline of each call in ms (default 60000; 0 = none)\n"
     "  --tls-ca FILE    PEM file of CA certificates: use TLS (default plaintext)\n"
+    "  --tls-cert FILE, --tls-key FILE  this client's certificate chain and key (PEM), for\n"
+    "                   a gemmd that asks for them (--tls-client-ca): mutual TLS\n"
     "  --token-file FILE  bearer token for gemmd's --grpc-token-file: the file's first line\n"
     "                   that is not blank or a # comment (default $GEMMD_TOKEN_FILE)\n"
     "\n"
@@ -73,7 +76,7 @@ int ctl_parse_command(ctl_args_t *a, int argc, char **argv, const char *usage, i
 }
 
 gemmd_client_t *ctl_open(const ctl_global_t *g) {
-  const gemmd_client_options_t o = {g->timeout_ms, 0, g->tls_ca, g->token};
+  const gemmd_client_options_t o = {g->timeout_ms, 0, g->tls_ca, g->token, g->tls_cert, g->tls_key};
   gemmd_client_t *c = NULL;
   gemmd_status_t st;
   if (gemmd_client_open(g->addr, &o, &c, &st) != 0) {
@@ -104,11 +107,11 @@ static int read_token(const char *path, char *buf, size_t n) {
 
 /* Global flags; *next is the index of the command. */
 static int parse_global(int argc, char **argv, ctl_global_t *g, int *next) {
-  const char *addr = getenv("GEMMD_ADDR"), *timeout = NULL, *tls = NULL;
+  const char *addr = getenv("GEMMD_ADDR"), *timeout = NULL, *tls = NULL, *cert = NULL, *key = NULL;
   const char *token_file = getenv("GEMMD_TOKEN_FILE");
   const ctl_flag_t flags[] = {{"addr", 1, &addr}, {"timeout-ms", 1, &timeout}, {"tls-ca", 1, &tls},
-                              {"token-file", 1, &token_file}};
-  ctl_args_t a = {.flags = flags, .n_flags = 4, .stop_at_positional = 1};
+                              {"token-file", 1, &token_file}, {"tls-cert", 1, &cert}, {"tls-key", 1, &key}};
+  ctl_args_t a = {.flags = flags, .n_flags = 6, .stop_at_positional = 1};
   const int rc = ctl_parse_args(&a, argc - 1, argv + 1);
   if (rc == CTL_ARGS_HELP) {
     fputs(kUsage, stdout);
@@ -125,6 +128,8 @@ static int parse_global(int argc, char **argv, ctl_global_t *g, int *next) {
   g->addr = addr != NULL && addr[0] != '\0' ? addr : "localhost:50051";
   g->timeout_ms = (int64_t)ms;
   g->tls_ca = tls;
+  g->tls_cert = cert;
+  g->tls_key = key;
   g->token = NULL;
   if (token_file != NULL && token_file[0] != '\0') {
     static char token[4096];

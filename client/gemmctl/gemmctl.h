@@ -19,6 +19,7 @@ typedef struct ctl_global_s {
   const char *addr;
   int64_t timeout_ms;
   const char *tls_ca;
+  const char *tls_cert, *tls_key; /* mutual TLS: this client's certificate and key */
   const char *token; /* bearer token from --token-file, or NULL */
 } ctl_global_t;
 

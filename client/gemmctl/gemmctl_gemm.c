@@ -1,8 +1,10 @@
 /* gemmctl gemm: one GEMM on random inputs, optionally checked against the FP64 reference. */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "client/gemmctl/ctl_parse.h"
 #include "client/gemmctl/ctl_random.h"
@@ -13,7 +15,7 @@
 static const char kUsage[] =
     "usage: gemmctl [global flags] gemm --m M --k K (--weight NAME | --weight-id ID | --n N)\n"
     "         [--a-dtype DTYPE] [--a-layout LAYOUT] [--b-dtype DTYPE] [--b-layout LAYOUT]\n"
-    "         [--out bf16|fp16|fp32] [--seed S] [--check]\n"
+    "         [--out bf16|fp16|fp32] [--seed S] [--check] [--stream N]\n"
     "\n"
     "Sends one D = A·Bᵀ with a random M×K A, against a registered weight (--weight,\n"
     "--weight-id) or a random N×K B sent inline (--n), and prints the result's shape, a\n"
@@ -26,7 +28,10 @@ static const char kUsage[] =
     "  --seed      random seed (default 1)\n"
     "  --check     with --n: compare D with the FP64 product of the operands as the server\n"
     "              takes them (BF16/FP16/FP32 ones quantized to e4m3 first, docs/api.md §1); fail\n"
-    "              above a relative Frobenius error of 1e-2 (bf16, fp16 out) or 1e-4 (fp32)\n";
+    "              above a relative Frobenius error of 1e-2 (bf16, fp16 out) or 1e-4 (fp32)\n"
+    "  --stream N  send the GEMM N times on one GemmStream (request ids 1..N; over shared\n"
+    "              memory, N async calls); fail unless each id is answered once, OK, with\n"
+    "              the same D\n";
 
 typedef struct gemm_opts_s {
   uint32_t m, n, k;
@@ -36,11 +41,12 @@ typedef struct gemm_opts_s {
   gemmd_scale_layout_t a_layout, b_layout;
   uint64_t seed;
   int check;
+  uint32_t stream; /* 0: one unary call */
 } gemm_opts_t;
 
 typedef struct gemm_flags_s {
   const char *m, *k, *n, *weight, *weight_id, *a_dtype, *a_layout, *b_dtype, *b_layout, *out, *seed,
-      *check;
+      *check, *stream;
 } gemm_flags_t;
 
 static int bad(const char *fmt, const char *value) {
@@ -86,6 +92,9 @@ static int parse_shape(const gemm_flags_t *f, gemm_opts_t *o) {
   o->seed = 1;
   if (f->seed && ctl_parse_u64(f->seed, &o->seed) != 0) return bad("bad --seed '%s'", f->seed);
   o->check = f->check != NULL;
+  if (f->stream && (ctl_parse_dim(f->stream, &o->stream) != 0 || o->stream > 1000000)) {
+    return bad("--stream must be a count from 1 to 1000000, not '%s'", f->stream);
+  }
   if (o->check && f->n == NULL) return bad("--check needs an inline B (--n N)%s", "");
   return 0;
 }
@@ -106,6 +115,7 @@ static int parse_opts(int argc, char **argv, gemm_opts_t *o, int *exit_code) {
       {"out", 1, &f.out},
       {"seed", 1, &f.seed},
       {"check", 0, &f.check},
+      {"stream", 1, &f.stream},
   };
   ctl_args_t a = {.flags = flags, .n_flags = sizeof flags / sizeof flags[0]};
   memset(o, 0, sizeof *o);
@@ -201,6 +211,95 @@ static int check_result(const gemmd_operand_t *a, const gemmd_operand_t *b,
   return CTL_EXIT_OK;
 }
 
+static uint64_t ctl_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* What came back on a stream, gathered by its `done` callback. */
+typedef struct {
+  pthread_mutex_t mu;
+  uint32_t n, answered, failed, unknown_id, mismatch;
+  uint8_t *seen; /* by request id - 1 */
+  gemmd_gemm_result_t first; /* the first OK answer, kept */
+  int have_first;
+  gemmd_status_t first_error;
+} stream_tally_t;
+
+static void on_answer(void *user, gemmd_gemm_result_t *r, const gemmd_status_t *st) {
+  stream_tally_t *t = user;
+  pthread_mutex_lock(&t->mu);
+  t->answered++;
+  if (r != NULL && r->request_id >= 1 && r->request_id <= t->n && !t->seen[r->request_id - 1]) {
+    t->seen[r->request_id - 1] = 1;
+  } else {
+    t->unknown_id++;
+  }
+  if (st->code != GEMMD_STATUS_OK) {
+    if (t->failed++ == 0) t->first_error = *st;
+  } else if (!t->have_first) {
+    t->first = *r; /* its data stays, owned here */
+    t->have_first = 1;
+    r->data = NULL;
+  } else if (r->data_bytes != t->first.data_bytes || memcmp(r->data, t->first.data, r->data_bytes) != 0) {
+    t->mismatch++;
+  }
+  pthread_mutex_unlock(&t->mu);
+  if (r != NULL) {
+    gemmd_gemm_result_free(r);
+    free(r);
+  }
+}
+
+static int run_stream(gemmd_client_t *c, const gemm_opts_t *o, gemmd_gemm_call_t *call,
+                      const ctl_matrix_t *a, const ctl_matrix_t *b) {
+  stream_tally_t t;
+  memset(&t, 0, sizeof t);
+  pthread_mutex_init(&t.mu, NULL);
+  t.n = o->stream;
+  t.seen = calloc(o->stream, 1);
+  gemmd_status_t st, send_st;
+  gemmd_gemm_stream_t *s = NULL;
+  if (t.seen == NULL) return ctl_failf(CTL_EXIT_FAIL, GEMMD_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  if (gemmd_client_gemm_stream_open(c, on_answer, &t, &s, &st) != 0) {
+    free(t.seen);
+    return ctl_fail(&st);
+  }
+  const uint64_t t0 = ctl_now_ns();
+  uint32_t sent = 0;
+  int send_rc = 0;
+  for (uint32_t i = 1; i <= o->stream && send_rc == 0; i++) {
+    call->request_id = i;
+    send_rc = gemmd_gemm_stream_send(s, call, &send_st);
+    if (send_rc == 0) sent++;
+  }
+  const int close_rc = gemmd_gemm_stream_close(s, &st);
+  const double ms = (double)(ctl_now_ns() - t0) / 1e6;
+  int exit_code = CTL_EXIT_OK;
+  if (t.have_first) print_result(&t.first);
+  printf("stream     %u requests sent, %u answered (%u failed) in %.1f ms: %.0f req/s\n", sent, t.answered,
+         t.failed, ms, ms > 0 ? t.answered / ms * 1e3 : 0.0);
+  if (send_rc != 0) {
+    exit_code = ctl_fail(&send_st);
+  } else if (close_rc != 0) {
+    exit_code = ctl_fail(&st);
+  } else if (t.failed > 0) {
+    exit_code = ctl_failf(CTL_EXIT_FAIL, t.first_error.code, "%u of %u requests failed, the first: %s",
+                          t.failed, t.n, t.first_error.message);
+  } else if (t.answered != t.n || t.unknown_id > 0 || t.mismatch > 0) {
+    exit_code = ctl_failf(CTL_EXIT_FAIL, GEMMD_STATUS_INTERNAL,
+                          "stream: %u answers for %u requests, %u with an unknown or repeated id, %u "
+                          "with another D", t.answered, t.n, t.unknown_id, t.mismatch);
+  } else if (o->check) {
+    exit_code = check_result(&a->op, &b->op, &t.first, o->out);
+  }
+  gemmd_gemm_result_free(&t.first);
+  free(t.seen);
+  pthread_mutex_destroy(&t.mu);
+  return exit_code;
+}
+
 static int run(const ctl_global_t *g, const gemm_opts_t *o, const ctl_matrix_t *a,
                const ctl_matrix_t *b) {
   gemmd_gemm_call_t call;
@@ -213,6 +312,11 @@ static int run(const ctl_global_t *g, const gemm_opts_t *o, const ctl_matrix_t *
   call.out_dtype = o->out;
   gemmd_client_t *c = ctl_open(g);
   if (c == NULL) return CTL_EXIT_FAIL;
+  if (o->stream > 0) {
+    const int exit_code = run_stream(c, o, &call, a, b);
+    gemmd_client_close(c);
+    return exit_code;
+  }
   gemmd_gemm_result_t r;
   gemmd_status_t st;
   const int rc = gemmd_client_gemm(c, &call, &r, &st);

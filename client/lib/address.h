@@ -17,8 +17,20 @@ typedef struct gemmd_address_s {
 
 /* "unix:///abs/path" or "unix:path" -> SHM with the path; anything else non-empty ->
  * GRPC with the whole address as target ("host:port", "dns:///h:p", "ipv4:...",
- * "[::1]:p"). Empty or NULL addresses, and "unix:" with no path, are INVALID_ARGUMENT. */
+ * "[::1]:p", or several of them separated by commas). Empty or NULL addresses, and
+ * "unix:" with no path, are INVALID_ARGUMENT. */
 int gemmd_address_parse(const char *address, gemmd_address_t *out, gemmd_status_t *status);
+
+/* The most gRPC endpoints one client balances over. */
+enum { GEMMD_MAX_ENDPOINTS = 16 };
+
+/* A gRPC target of several endpoints, "host1:port1,host2:port2": each one into
+ * out[0..*n) (malloc'd copies; free each). One endpoint without a comma is the common case;
+ * gRPC's own "ipv4:" and "ipv6:" lists stay one target (gRPC picks among them).
+ * Empty endpoints, more than GEMMD_MAX_ENDPOINTS, and a shared-memory address among them
+ * are INVALID_ARGUMENT. */
+int gemmd_address_endpoints(const char *target, char *out[GEMMD_MAX_ENDPOINTS], size_t *n,
+                            gemmd_status_t *status);
 
 /* "grpc" or "shm". */
 const char *gemmd_transport_name(gemmd_transport_t t);

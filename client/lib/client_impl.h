@@ -4,6 +4,8 @@
 
 #include <grpc/grpc.h>
 #include <protobuf-c/protobuf-c.h>
+#include <pthread.h>
+#include <stdatomic.h>
 
 #include "client/lib/address.h"
 #include "client/lib/completion_queues.h"
@@ -14,9 +16,21 @@
 extern "C" {
 #endif
 
+/* One weight's id on each endpoint (endpoints.h); per_endpoint[0] is the caller's. */
+typedef struct gemmd_weight_ids_s {
+  uint64_t per_endpoint[GEMMD_MAX_ENDPOINTS];
+} gemmd_weight_ids_t;
+
 struct gemmd_client_s {
   gemmd_transport_t transport;
-  grpc_channel *channel;
+  /* gRPC: a channel per endpoint of the address (endpoints.h) */
+  grpc_channel *channels[GEMMD_MAX_ENDPOINTS];
+  char *endpoints[GEMMD_MAX_ENDPOINTS];
+  size_t n_channels;
+  atomic_size_t next_endpoint;
+  pthread_mutex_t ids_mu;
+  gemmd_weight_ids_t *ids; /* weights registered through this client, when several endpoints */
+  size_t n_ids, cap_ids;
   int64_t timeout_ms;
   gemmd_cq_pool_t cqs;
   gemmd_async_loop_t async;
@@ -47,8 +61,13 @@ int64_t gemmd_client_timeout(const gemmd_client_t *c, int64_t call_timeout_ms);
 /* Monotonic nanoseconds. */
 uint64_t gemmd_client_now_ns(void);
 
-/* A unary call with message types: packs req, calls, unpacks *resp (free it with
- * protobuf_c_message_free_unpacked). */
+/* A unary call with message types to endpoint ep: packs req, calls, unpacks *resp (free it
+ * with protobuf_c_message_free_unpacked). */
+int gemmd_client_call_message_on(gemmd_client_t *c, size_t ep, const char *method,
+                                 const ProtobufCMessage *req, const ProtobufCMessageDescriptor *resp_desc,
+                                 ProtobufCMessage **resp, gemmd_status_t *status);
+
+/* The same to the first endpoint that answers (the others while one is UNAVAILABLE). */
 int gemmd_client_call_message(gemmd_client_t *c, const char *method, const ProtobufCMessage *req,
                               const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
                               gemmd_status_t *status);

@@ -18,7 +18,7 @@ static double now_s(void) {
 }
 
 static gemmd_client_t *open_ok(const char *addr, int64_t timeout_ms) {
-  gemmd_client_options_t o = {timeout_ms, 0, NULL, NULL};
+  gemmd_client_options_t o = {timeout_ms, 0, NULL, NULL, NULL, NULL};
   gemmd_client_t *c = NULL;
   gemmd_status_t st;
   const int rc = gemmd_client_open(addr, &o, &c, &st);
@@ -156,7 +156,7 @@ static void check_open_errors(void) {
   expect_code(gemmd_client_open("unix:///nonexistent/gemmd.sock", NULL, &c, &st), &st,
               GEMMD_STATUS_UNAVAILABLE, "unix");
   CHECK(strstr(st.message, "cannot connect to /nonexistent/gemmd.sock") != NULL, "%s", st.message);
-  gemmd_client_options_t o = {0, 0, "/nonexistent/ca.pem", NULL};
+  gemmd_client_options_t o = {0, 0, "/nonexistent/ca.pem", NULL, NULL, NULL};
   expect_code(gemmd_client_open("localhost:50051", &o, &c, &st), &st, GEMMD_STATUS_NOT_FOUND,
               "missing CA file");
   CHECK(strstr(st.message, "/nonexistent/ca.pem") != NULL, "%s", st.message);
@@ -164,12 +164,21 @@ static void check_open_errors(void) {
   const int fd = mkstemp(not_pem);
   CHECK(fd >= 0 && write(fd, "hello\n", 6) == 6, "temp file");
   close(fd);
-  o = (gemmd_client_options_t){0, 0, not_pem, NULL};
+  o = (gemmd_client_options_t){0, 0, not_pem, NULL, NULL, NULL};
   expect_code(gemmd_client_open("localhost:50051", &o, &c, &st), &st, GEMMD_STATUS_INVALID_ARGUMENT,
               "not a PEM file");
   CHECK(strstr(st.message, "no PEM certificate") != NULL, "%s", st.message);
+  /* Mutual TLS: a certificate without its key, or without TLS, or a key file with no key. */
+  o = (gemmd_client_options_t){0, 0, not_pem, NULL, not_pem, NULL};
+  expect_code(gemmd_client_open("localhost:50051", &o, &c, &st), &st, GEMMD_STATUS_INVALID_ARGUMENT,
+              "certificate without key");
+  CHECK(strstr(st.message, "go together") != NULL, "%s", st.message);
+  o = (gemmd_client_options_t){0, 0, NULL, NULL, not_pem, not_pem};
+  expect_code(gemmd_client_open("localhost:50051", &o, &c, &st), &st, GEMMD_STATUS_INVALID_ARGUMENT,
+              "client certificate without TLS");
+  CHECK(strstr(st.message, "needs TLS") != NULL, "%s", st.message);
   unlink(not_pem);
-  o = (gemmd_client_options_t){-1, 0, NULL, NULL};
+  o = (gemmd_client_options_t){-1, 0, NULL, NULL, NULL, NULL};
   expect_code(gemmd_client_open("localhost:50051", &o, &c, &st), &st, GEMMD_STATUS_INVALID_ARGUMENT,
               "negative timeout");
   gemmd_client_close(NULL);

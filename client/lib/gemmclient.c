@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "client/lib/client_impl.h"
+#include "client/lib/endpoints.h"
 #include "client/lib/files.h"
 #include "client/lib/rpc.h"
 #include "client/lib/server_stats.h"
@@ -31,27 +32,60 @@ int64_t gemmd_client_timeout(const gemmd_client_t *c, int64_t call_timeout_ms) {
 
 /* ---- open / close ------------------------------------------------------------------- */
 
-static int make_credentials(const char *tls_root_certs, grpc_channel_credentials **creds,
+/* A PEM file's text, refused when it holds no `-----BEGIN <what>`. */
+static int read_pem(const char *path, const char *what, char **pem, gemmd_status_t *status) {
+  const int rc = gemmd_file_read_text(path, pem, status);
+  if (rc != 0) return rc;
+  char marker[64];
+  snprintf(marker, sizeof marker, "-----BEGIN %s", what);
+  if (strstr(*pem, marker) == NULL) {
+    free(*pem);
+    *pem = NULL;
+    return gemmd_status_set(status, GEMMD_STATUS_INVALID_ARGUMENT, "%s: no PEM %s in it", path,
+                            strcmp(what, "CERTIFICATE") == 0 ? "certificate" : "private key");
+  }
+  return GEMMD_STATUS_OK;
+}
+
+static int make_credentials(const gemmd_client_options_t *o, grpc_channel_credentials **creds,
                             gemmd_status_t *status) {
-  if (tls_root_certs == NULL) {
+  const int has_cert = o->tls_cert_chain != NULL, has_key = o->tls_private_key != NULL;
+  if (has_cert != has_key) {
+    return gemmd_status_set(status, GEMMD_STATUS_INVALID_ARGUMENT,
+                            "a client certificate and its private key go together (tls_cert_chain, "
+                            "tls_private_key)");
+  }
+  if (o->tls_root_certs == NULL) {
+    if (has_cert) {
+      return gemmd_status_set(status, GEMMD_STATUS_INVALID_ARGUMENT,
+                              "a client certificate needs TLS: give the server's CA (tls_root_certs)");
+    }
     *creds = grpc_insecure_credentials_create();
     return GEMMD_STATUS_OK;
   }
-  char *pem = NULL;
-  const int rc = gemmd_file_read_text(tls_root_certs, &pem, status);
-  if (rc != 0) return rc;
-  if (strstr(pem, "-----BEGIN CERTIFICATE-----") == NULL) {
-    free(pem);
-    return gemmd_status_set(status, GEMMD_STATUS_INVALID_ARGUMENT, "%s: no PEM certificate in it",
-                            tls_root_certs);
+  char *roots = NULL, *chain = NULL, *key = NULL;
+  int rc = read_pem(o->tls_root_certs, "CERTIFICATE", &roots, status);
+  if (rc == 0 && has_cert) rc = read_pem(o->tls_cert_chain, "CERTIFICATE", &chain, status);
+  if (rc == 0 && has_cert) rc = read_pem(o->tls_private_key, "", &key, status);
+  if (rc == 0 && has_cert && strstr(key, "PRIVATE KEY-----") == NULL) {
+    rc = gemmd_status_set(status, GEMMD_STATUS_INVALID_ARGUMENT, "%s: no PEM private key in it",
+                          o->tls_private_key);
   }
-  *creds = grpc_ssl_credentials_create(pem, NULL, NULL, NULL);
-  free(pem);
-  if (*creds == NULL) {
-    return gemmd_status_set(status, GEMMD_STATUS_INVALID_ARGUMENT,
-                            "%s: unusable TLS root certificates", tls_root_certs);
+  if (rc == 0) {
+    grpc_ssl_pem_key_cert_pair pair = {key, chain};
+    *creds = grpc_ssl_credentials_create(roots, has_cert ? &pair : NULL, NULL, NULL);
+    if (*creds == NULL) {
+      rc = gemmd_status_set(status, GEMMD_STATUS_INVALID_ARGUMENT, "%s: unusable TLS credentials",
+                            has_cert ? o->tls_cert_chain : o->tls_root_certs);
+    }
   }
-  return GEMMD_STATUS_OK;
+  free(roots);
+  free(chain);
+  if (key != NULL) {
+    memset(key, 0, strlen(key)); /* the private key does not linger in freed memory */
+    free(key);
+  }
+  return rc;
 }
 
 static int open_grpc(gemmd_client_t *c, const char *target, const gemmd_client_options_t *o,
@@ -65,15 +99,20 @@ static int open_grpc(gemmd_client_t *c, const char *target, const gemmd_client_o
   args[1].key = (char *)GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
   args[0].value.integer = args[1].value.integer = (int)max;
   const grpc_channel_args channel_args = {2, args};
-  grpc_channel_credentials *creds = NULL;
-  const int rc = make_credentials(o->tls_root_certs, &creds, status);
+  int rc = gemmd_address_endpoints(target, c->endpoints, &c->n_channels, status);
   if (rc != 0) return rc;
-  c->channel = grpc_channel_create(target, creds, &channel_args);
-  grpc_channel_credentials_release(creds);
-  if (c->channel == NULL) {
-    return gemmd_status_set(status, GEMMD_STATUS_INVALID_ARGUMENT,
-                            "cannot make a gRPC channel to '%s'", target);
+  grpc_channel_credentials *creds = NULL;
+  rc = make_credentials(o, &creds, status);
+  if (rc != 0) return rc;
+  for (size_t i = 0; i < c->n_channels && rc == 0; i++) {
+    c->channels[i] = grpc_channel_create(c->endpoints[i], creds, &channel_args);
+    if (c->channels[i] == NULL) {
+      rc = gemmd_status_set(status, GEMMD_STATUS_INVALID_ARGUMENT, "cannot make a gRPC channel to '%s'",
+                            c->endpoints[i]);
+    }
   }
+  grpc_channel_credentials_release(creds);
+  if (rc != 0) return rc;
   if (gemmd_async_loop_start(&c->async) != 0) {
     return gemmd_status_set(status, GEMMD_STATUS_RESOURCE_EXHAUSTED,
                             "cannot start the client's completion thread");
@@ -95,7 +134,7 @@ static int open_transport(gemmd_client_t *c, const gemmd_address_t *addr,
 
 int gemmd_client_open(const char *address, const gemmd_client_options_t *opts, gemmd_client_t **out,
                       gemmd_status_t *status) {
-  static const gemmd_client_options_t kDefaults = {0, 0, NULL, NULL};
+  static const gemmd_client_options_t kDefaults = {0, 0, NULL, NULL, NULL, NULL};
   const gemmd_client_options_t *o = opts != NULL ? opts : &kDefaults;
   gemmd_address_t addr;
   *out = NULL;
@@ -125,6 +164,7 @@ int gemmd_client_open(const char *address, const gemmd_client_options_t *opts, g
     c->has_auth = 1;
   }
   gemmd_cq_pool_init(&c->cqs);
+  pthread_mutex_init(&c->ids_mu, NULL);
   rc = open_transport(c, &addr, o, status);
   if (rc != 0) {
     gemmd_client_close(c);
@@ -140,7 +180,12 @@ void gemmd_client_close(gemmd_client_t *c) {
   gemmd_shm_close(c->shm);
   gemmd_async_loop_stop(&c->async);
   gemmd_cq_pool_destroy(&c->cqs);
-  if (c->channel != NULL) grpc_channel_destroy(c->channel);
+  for (size_t i = 0; i < GEMMD_MAX_ENDPOINTS; i++) {
+    if (c->channels[i] != NULL) grpc_channel_destroy(c->channels[i]);
+    free(c->endpoints[i]);
+  }
+  gemmd_endpoint_ids_free(c);
+  pthread_mutex_destroy(&c->ids_mu);
   if (c->has_auth) grpc_slice_unref(c->auth_md.value);
   free(c);
   grpc_shutdown();
@@ -152,7 +197,8 @@ const char *gemmd_client_transport(const gemmd_client_t *c) {
 
 /* ---- unary plumbing ------------------------------------------------------------------ */
 
-static int call_bytes(gemmd_client_t *c, const char *method, int64_t timeout_ms, uint8_t *req,
+/* One unary call to endpoint ep (req's ownership passes). */
+static int call_bytes(gemmd_client_t *c, size_t ep, const char *method, int64_t timeout_ms, uint8_t *req,
                       size_t len, grpc_slice *resp, gemmd_status_t *status) {
   grpc_completion_queue *cq = gemmd_cq_pool_get(&c->cqs);
   if (cq == NULL) {
@@ -160,25 +206,36 @@ static int call_bytes(gemmd_client_t *c, const char *method, int64_t timeout_ms,
     return gemmd_status_set(status, GEMMD_STATUS_RESOURCE_EXHAUSTED,
                             "cannot create a completion queue");
   }
-  const int rc = gemmd_rpc_unary_sync(c->channel, gemmd_client_auth(c), cq, method,
+  const int rc = gemmd_rpc_unary_sync(c->channels[ep], gemmd_client_auth(c), cq, method,
                                       gemmd_rpc_deadline(gemmd_client_timeout(c, timeout_ms)), req,
                                       len, resp, status);
   gemmd_cq_pool_put(&c->cqs, cq);
   return rc;
 }
 
-int gemmd_client_call_message(gemmd_client_t *c, const char *method, const ProtobufCMessage *req,
-                              const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
-                              gemmd_status_t *status) {
+int gemmd_client_call_message_on(gemmd_client_t *c, size_t ep, const char *method,
+                                 const ProtobufCMessage *req, const ProtobufCMessageDescriptor *resp_desc,
+                                 ProtobufCMessage **resp, gemmd_status_t *status) {
   uint8_t *buf;
   size_t len;
   grpc_slice bytes;
   int rc = gemmd_wire_pack(req, &buf, &len, status);
-  if (rc == 0) rc = call_bytes(c, method, 0, buf, len, &bytes, status);
+  if (rc == 0) rc = call_bytes(c, ep, method, 0, buf, len, &bytes, status);
   if (rc != 0) return rc;
   rc = gemmd_wire_unpack(resp_desc, GRPC_SLICE_START_PTR(bytes), GRPC_SLICE_LENGTH(bytes), resp,
                          status);
   grpc_slice_unref(bytes);
+  return rc;
+}
+
+int gemmd_client_call_message(gemmd_client_t *c, const char *method, const ProtobufCMessage *req,
+                              const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
+                              gemmd_status_t *status) {
+  int rc = GEMMD_STATUS_UNAVAILABLE;
+  for (size_t ep = 0; ep < c->n_channels; ep++) {
+    rc = gemmd_client_call_message_on(c, ep, method, req, resp_desc, resp, status);
+    if (!gemmd_endpoint_retryable(rc)) break;
+  }
   return rc;
 }
 
@@ -219,8 +276,16 @@ int gemmd_client_gemm(gemmd_client_t *c, const gemmd_gemm_call_t *call, gemmd_ge
   size_t len;
   grpc_slice bytes;
   memset(result, 0, sizeof *result);
-  int rc = gemmd_wire_encode_gemm(call, &buf, &len, status);
-  if (rc == 0) rc = call_bytes(c, GEMMD_METHOD_GEMM, call->timeout_ms, buf, len, &bytes, status);
+  /* One endpoint after another from the next in turn, while they answer UNAVAILABLE. */
+  const size_t first = gemmd_endpoint_pick(c);
+  int rc = GEMMD_STATUS_UNAVAILABLE;
+  for (size_t k = 0; k < c->n_channels && gemmd_endpoint_retryable(rc); k++) {
+    const size_t ep = (first + k) % c->n_channels;
+    gemmd_gemm_call_t at = *call;
+    at.weight_id = gemmd_endpoint_weight_id(c, call->weight_id, ep);
+    rc = gemmd_wire_encode_gemm(&at, &buf, &len, status);
+    if (rc == 0) rc = call_bytes(c, ep, GEMMD_METHOD_GEMM, call->timeout_ms, buf, len, &bytes, status);
+  }
   if (rc == 0) rc = decode_result(bytes, result, status);
   if (rc == 0) gemmd_status_clear(status);
   result->client_ns = gemmd_client_now_ns() - t0;
@@ -230,17 +295,43 @@ int gemmd_client_gemm(gemmd_client_t *c, const gemmd_gemm_call_t *call, gemmd_ge
 typedef struct async_gemm_s {
   gemmd_async_tag_t tag; /* first: the loop hands this back */
   gemmd_rpc_unary_t rpc;
+  gemmd_client_t *c;
+  gemmd_gemm_call_t call; /* for another endpoint, after an UNAVAILABLE */
+  size_t first, tries;    /* the first endpoint, and how many were tried */
   gemmd_gemm_done_fn done;
   void *user;
   uint64_t start_ns;
 } async_gemm_t;
 
+/* Starts the call on its next endpoint. */
+static int async_gemm_start(async_gemm_t *op, gemmd_status_t *status) {
+  gemmd_client_t *c = op->c;
+  const size_t ep = (op->first + op->tries++) % c->n_channels;
+  gemmd_gemm_call_t at = op->call;
+  at.weight_id = gemmd_endpoint_weight_id(c, op->call.weight_id, ep);
+  uint8_t *buf;
+  size_t len;
+  int rc = gemmd_wire_encode_gemm(&at, &buf, &len, status);
+  if (rc == 0) {
+    gemmd_async_loop_begin(&c->async);
+    rc = gemmd_rpc_unary_start(&op->rpc, c->channels[ep], gemmd_client_auth(c), c->async.cq,
+                               GEMMD_METHOD_GEMM, gemmd_rpc_deadline(gemmd_client_timeout(c, at.timeout_ms)),
+                               buf, len, &op->tag, status);
+    if (rc != 0) gemmd_async_loop_end(&c->async);
+  }
+  return rc;
+}
+
 static void async_gemm_complete(gemmd_async_tag_t *tag, int ok) {
   async_gemm_t *op = (async_gemm_t *)tag;
   gemmd_status_t status;
   grpc_slice bytes;
-  gemmd_gemm_result_t *result = calloc(1, sizeof *result);
   int rc = gemmd_rpc_unary_finish(&op->rpc, ok, &bytes, &status);
+  if (gemmd_endpoint_retryable(rc) && op->tries < op->c->n_channels) {
+    gemmd_status_t again;
+    if (async_gemm_start(op, &again) == 0) return; /* `done` runs when that one ends */
+  }
+  gemmd_gemm_result_t *result = calloc(1, sizeof *result);
   if (rc == 0 && result == NULL) {
     grpc_slice_unref(bytes);
     rc = gemmd_status_set(&status, GEMMD_STATUS_RESOURCE_EXHAUSTED, "out of memory");
@@ -260,21 +351,15 @@ int gemmd_client_gemm_async(gemmd_client_t *c, const gemmd_gemm_call_t *call,
   }
   if (c->shm) return gemmd_shm_gemm_async(c->shm, call, done, user, status);
   async_gemm_t *op = calloc(1, sizeof *op);
-  uint8_t *buf;
-  size_t len;
   if (op == NULL) return gemmd_status_set(status, GEMMD_STATUS_RESOURCE_EXHAUSTED, "out of memory");
   op->tag.complete = async_gemm_complete;
+  op->c = c;
+  op->call = *call;
+  op->first = gemmd_endpoint_pick(c);
   op->done = done;
   op->user = user;
   op->start_ns = gemmd_client_now_ns();
-  int rc = gemmd_wire_encode_gemm(call, &buf, &len, status);
-  if (rc == 0) {
-    gemmd_async_loop_begin(&c->async);
-    rc = gemmd_rpc_unary_start(&op->rpc, c->channel, gemmd_client_auth(c), c->async.cq, GEMMD_METHOD_GEMM,
-                               gemmd_rpc_deadline(gemmd_client_timeout(c, call->timeout_ms)), buf,
-                               len, &op->tag, status);
-    if (rc != 0) gemmd_async_loop_end(&c->async);
-  }
+  const int rc = async_gemm_start(op, status);
   if (rc != 0) {
     free(op);
     return rc;
@@ -307,11 +392,24 @@ int gemmd_client_unregister_weight(gemmd_client_t *c, uint64_t weight_id, const 
     return gemmd_status_set(status, GEMMD_STATUS_INVALID_ARGUMENT,
                             "name the weight to unregister (an id or a name)");
   }
-  ProtobufCMessage *resp = NULL;
-  const int rc =
-      gemmd_client_call_message(c, GEMMD_METHOD_UNREGISTER_WEIGHT, &req.base,
-                                &gemmd__v1__unregister_weight_response__descriptor, &resp, status);
-  if (resp != NULL) protobuf_c_message_free_unpacked(resp, NULL);
+  /* On every endpoint, each by the id it knows; the first failure is the answer. */
+  int rc = GEMMD_STATUS_OK;
+  for (size_t ep = 0; ep < c->n_channels; ep++) {
+    if (weight_id != 0) req.weight_id = gemmd_endpoint_weight_id(c, weight_id, ep);
+    ProtobufCMessage *resp = NULL;
+    gemmd_status_t st;
+    const int one = gemmd_client_call_message_on(c, ep, GEMMD_METHOD_UNREGISTER_WEIGHT, &req.base,
+                                                 &gemmd__v1__unregister_weight_response__descriptor, &resp, &st);
+    if (resp != NULL) protobuf_c_message_free_unpacked(resp, NULL);
+    if (one != 0 && rc == 0) {
+      rc = c->n_channels > 1 ? gemmd_status_set(status, one, "%s: %s", c->endpoints[ep], st.message)
+                             : gemmd_status_set(status, one, "%s", st.message);
+    }
+  }
+  if (rc == 0) {
+    if (weight_id != 0) gemmd_endpoint_ids_remove(c, weight_id);
+    gemmd_status_clear(status);
+  }
   return rc;
 }
 

@@ -2,7 +2,10 @@
  *
  * One API over every transport; the address picks it:
  *   "host:port", "dns:///host:port", "ipv4:...", "[::1]:port"  -> gRPC (GemmService)
- *   "unix:///run/gemmd/gemmd.sock"                              -> shared memory (issue 4)
+ *   "host1:port1,host2:port2"  -> several gemmd over gRPC, balanced (docs/api.md §5:
+ *                                 round-robin, the next endpoint on UNAVAILABLE, weights
+ *                                 registered on every one)
+ *   "unix:///run/gemmd/gemmd.sock"                              -> shared memory
  *
  * Every call returns 0 on success or a gRPC status code (1..16, e.g. 3 INVALID_ARGUMENT,
  * 5 NOT_FOUND, 14 UNAVAILABLE) and fills `status` (when non-NULL) with the code and the
@@ -61,6 +64,10 @@ typedef struct gemmd_client_options_s {
   const char *tls_root_certs; /* PEM file of CAs: use TLS; NULL = plaintext */
   const char *bearer_token;   /* gRPC: sent as "authorization: Bearer <token>" on every call
                                  (gemmd's --grpc-token-file); NULL = none */
+  /* Mutual TLS (gemmd's --tls-client-ca): this client's certificate chain and private key,
+   * PEM files, both or neither; they need tls_root_certs. */
+  const char *tls_cert_chain;
+  const char *tls_private_key;
 } gemmd_client_options_t;
 
 /* opts may be NULL for defaults. */
@@ -117,8 +124,9 @@ int gemmd_client_gemm(gemmd_client_t *c, const gemmd_gemm_call_t *call, gemmd_ge
                       gemmd_status_t *status);
 
 /* Asynchronous GEMM: returns at once; `done` runs once, on a client thread, with the
- * result (owned by the callback: free it) and the status. The call's operands must stay
- * valid until `done` runs. Returns non-zero only if the call could not be started (then
+ * result (owned by the callback: free it) and the status. The call's operands (and its
+ * weight_name) must stay valid until `done` runs: with several endpoints the call may be
+ * sent again to the next. Returns non-zero only if the call could not be started (then
  * `done` never runs). */
 typedef void (*gemmd_gemm_done_fn)(void *user, gemmd_gemm_result_t *result,
                                    const gemmd_status_t *status);
@@ -128,6 +136,26 @@ int gemmd_client_gemm_async(gemmd_client_t *c, const gemmd_gemm_call_t *call,
 /* Waits until every async call started on c has run its callback. Not from inside a
  * `done` callback (that would wait for itself). */
 void gemmd_client_drain(gemmd_client_t *c);
+
+/* A GemmStream: many GEMMs on one call, answered as their batches finish (not necessarily
+ * in order: match them by request_id). `done` runs once per request, on a client thread,
+ * as for gemmd_client_gemm_async; a request the server refuses gets its own status there
+ * and the stream goes on. gemmd holds at most --stream-window requests of one stream, so
+ * a send waits while the server is not reading (HTTP/2 flow control): a stream is bounded
+ * on both sides. Over shared memory the same API sends each request as an async call.
+ * One thread sends at a time. */
+typedef struct gemmd_gemm_stream_s gemmd_gemm_stream_t;
+
+int gemmd_client_gemm_stream_open(gemmd_client_t *c, gemmd_gemm_done_fn done, void *user,
+                                  gemmd_gemm_stream_t **out, gemmd_status_t *status);
+/* Sends one request (its timeout_ms is ignored: the stream has none). Its operands may be
+ * reused once this returns. Fails with the stream's final status once the stream ended. */
+int gemmd_gemm_stream_send(gemmd_gemm_stream_t *s, const gemmd_gemm_call_t *call,
+                           gemmd_status_t *status);
+/* Ends the stream: half-closes it, waits for every answer's `done` and the final status,
+ * and frees it. Returns that status: OK, or why the stream broke (UNAVAILABLE when it
+ * ended with requests unanswered). Not from inside a `done` callback. */
+int gemmd_gemm_stream_close(gemmd_gemm_stream_t *s, gemmd_status_t *status);
 
 typedef struct gemmd_weight_info_s {
   uint64_t weight_id;

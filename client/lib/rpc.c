@@ -15,15 +15,14 @@ gpr_timespec gemmd_rpc_deadline(int64_t timeout_ms) {
   return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(timeout_ms, GPR_TIMESPAN));
 }
 
-/* A byte buffer over buf without copying; gRPC frees buf when done with it. */
-static grpc_byte_buffer *buffer_from(uint8_t *buf, size_t len) {
+grpc_byte_buffer *gemmd_rpc_buffer_from(uint8_t *buf, size_t len) {
   grpc_slice slice = grpc_slice_new(buf, len, free);
   grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(&slice, 1);
   grpc_slice_unref(slice);
   return bb;
 }
 
-static grpc_slice read_all(grpc_byte_buffer *bb) {
+grpc_slice gemmd_rpc_read_all(grpc_byte_buffer *bb) {
   grpc_byte_buffer_reader reader;
   if (!grpc_byte_buffer_reader_init(&reader, bb)) return grpc_empty_slice();
   grpc_slice s = grpc_byte_buffer_reader_readall(&reader);
@@ -56,7 +55,7 @@ static int call_result(grpc_status_code code, grpc_slice details, int ok, grpc_b
   if (recv == NULL) {
     return gemmd_status_set(status, GEMMD_STATUS_INTERNAL, "the server sent no response");
   }
-  *resp = read_all(recv);
+  *resp = gemmd_rpc_read_all(recv);
   gemmd_status_clear(status);
   return GEMMD_STATUS_OK;
 }
@@ -105,7 +104,7 @@ int gemmd_rpc_unary_start(gemmd_rpc_unary_t *u, grpc_channel *ch, const grpc_met
   grpc_metadata_array_init(&u->trailing_md);
   u->details = grpc_empty_slice();
   u->code = GRPC_STATUS_OK;
-  u->send = buffer_from(req, len);
+  u->send = gemmd_rpc_buffer_from(req, len);
   u->call = create_call(ch, cq, method, deadline);
   if (u->call == NULL) {
     unary_release(u);
@@ -177,7 +176,7 @@ int gemmd_rpc_stream_send(gemmd_rpc_stream_t *s, uint8_t *buf, size_t len) {
     free(buf);
     return -1;
   }
-  grpc_byte_buffer *bb = buffer_from(buf, len);
+  grpc_byte_buffer *bb = gemmd_rpc_buffer_from(buf, len);
   grpc_op ops[2];
   size_t n = 0;
   memset(ops, 0, sizeof ops);

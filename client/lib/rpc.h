@@ -17,6 +17,12 @@ extern "C" {
 /* Every call takes `auth`: the metadata sent with it (the bearer token), or NULL. It must
  * outlive the call. */
 
+/* A byte buffer over buf without copying; gRPC frees buf (with free()) when done with it. */
+grpc_byte_buffer *gemmd_rpc_buffer_from(uint8_t *buf, size_t len);
+
+/* A received message's bytes as one slice (grpc_slice_unref it); empty if unreadable. */
+grpc_slice gemmd_rpc_read_all(grpc_byte_buffer *bb);
+
 /* A deadline timeout_ms from now (monotonic); infinite for timeout_ms <= 0. */
 gpr_timespec gemmd_rpc_deadline(int64_t timeout_ms);
 

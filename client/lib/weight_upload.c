@@ -1,9 +1,11 @@
-/* RegisterWeight: a weight streamed in chunks, from memory or from files. */
+/* RegisterWeight: a weight streamed in chunks, from memory or from files, to every
+ * endpoint. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "client/lib/chunk.h"
 #include "client/lib/client_impl.h"
+#include "client/lib/endpoints.h"
 #include "client/lib/files.h"
 #include "client/lib/rpc.h"
 #include "client/lib/status.h"
@@ -41,13 +43,13 @@ static int send_chunks(gemmd_rpc_stream_t *s, const char *name, const gemmd_oper
   return GEMMD_STATUS_OK;
 }
 
-static int stream_weight(gemmd_client_t *c, grpc_completion_queue *cq, const char *name,
+static int stream_weight(gemmd_client_t *c, size_t ep, grpc_completion_queue *cq, const char *name,
                          const gemmd_operand_t *w, uint8_t *scratch, gemmd_weight_info_t *info,
                          gemmd_status_t *status) {
   gemmd_rpc_stream_t s;
   grpc_slice bytes;
   ProtobufCMessage *msg = NULL;
-  int rc = gemmd_rpc_stream_open(&s, c->channel, gemmd_client_auth(c), cq, GEMMD_METHOD_REGISTER_WEIGHT,
+  int rc = gemmd_rpc_stream_open(&s, c->channels[ep], gemmd_client_auth(c), cq, GEMMD_METHOD_REGISTER_WEIGHT,
                                  gemmd_rpc_deadline(c->timeout_ms), status);
   if (rc != 0) return rc;
   rc = send_chunks(&s, name, w, scratch, status);
@@ -68,6 +70,41 @@ static int stream_weight(gemmd_client_t *c, grpc_completion_queue *cq, const cha
   return GEMMD_STATUS_OK;
 }
 
+/* On every endpoint (endpoints.h), all or none: when one refuses, the weight is
+ * unregistered from those that took it, and the refusal names the endpoint. */
+static int register_everywhere(gemmd_client_t *c, grpc_completion_queue *cq, const char *name,
+                               const gemmd_operand_t *w, uint8_t *scratch, gemmd_weight_info_t *info,
+                               gemmd_status_t *status) {
+  if (c->n_channels == 1) return stream_weight(c, 0, cq, name, w, scratch, info, status);
+  uint64_t ids[GEMMD_MAX_ENDPOINTS];
+  gemmd_weight_info_t one, first;
+  gemmd_status_t st;
+  size_t ep = 0;
+  int rc = 0;
+  for (; ep < c->n_channels && rc == 0; ep++) {
+    rc = stream_weight(c, ep, cq, name, w, scratch, ep == 0 ? &first : &one, &st);
+    if (rc == 0) ids[ep] = ep == 0 ? first.weight_id : one.weight_id;
+  }
+  if (rc != 0) {
+    gemmd_status_set(status, rc, "%s: %s", c->endpoints[ep - 1], st.message);
+    for (size_t k = 0; k + 1 < ep; k++) {
+      Gemmd__V1__UnregisterWeightRequest req = GEMMD__V1__UNREGISTER_WEIGHT_REQUEST__INIT;
+      req.weight_case = GEMMD__V1__UNREGISTER_WEIGHT_REQUEST__WEIGHT_WEIGHT_ID;
+      req.weight_id = ids[k];
+      ProtobufCMessage *resp = NULL;
+      gemmd_client_call_message_on(c, k, GEMMD_METHOD_UNREGISTER_WEIGHT, &req.base,
+                                   &gemmd__v1__unregister_weight_response__descriptor, &resp, &st);
+      if (resp != NULL) protobuf_c_message_free_unpacked(resp, NULL);
+    }
+    return rc;
+  }
+  if (gemmd_endpoint_ids_add(c, ids) != 0) {
+    return gemmd_status_set(status, GEMMD_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  if (info != NULL) *info = first;
+  return GEMMD_STATUS_OK;
+}
+
 int gemmd_client_register_weight(gemmd_client_t *c, const char *name, const gemmd_operand_t *w,
                                  gemmd_weight_info_t *info, gemmd_status_t *status) {
   if (info != NULL) memset(info, 0, sizeof *info);
@@ -82,7 +119,7 @@ int gemmd_client_register_weight(gemmd_client_t *c, const char *name, const gemm
   if ((w->ld != w->cols && scratch == NULL) || cq == NULL) {
     rc = gemmd_status_set(status, GEMMD_STATUS_RESOURCE_EXHAUSTED, "out of memory");
   } else {
-    rc = stream_weight(c, cq, name, w, scratch, info, status);
+    rc = register_everywhere(c, cq, name, w, scratch, info, status);
   }
   if (cq != NULL) gemmd_cq_pool_put(&c->cqs, cq);
   free(scratch);

@@ -152,6 +152,15 @@ int gemmd_wire_decode_gemm(const uint8_t *buf, size_t len, gemmd_gemm_result_t *
   int rc = gemmd_wire_unpack(&gemmd__v1__gemm_response__descriptor, buf, len, &msg, status);
   if (rc != 0) return rc;
   const Gemmd__V1__GemmResponse *resp = (const Gemmd__V1__GemmResponse *)msg;
+  if (resp->error_code != 0) { /* a GemmStream answer for a request the server refused */
+    result->request_id = resp->request_id;
+    rc = gemmd_status_set(status, resp->error_code, "%s",
+                          resp->error_message != NULL && resp->error_message[0] != '\0'
+                              ? resp->error_message
+                              : gemmd_status_name(resp->error_code));
+    protobuf_c_message_free_unpacked(msg, NULL);
+    return rc;
+  }
   rc = check_output(resp->d, status);
   if (rc == 0) {
     result->data = malloc(resp->d->data.len > 0 ? resp->d->data.len : 1);

@@ -26,7 +26,8 @@ int gemmd_wire_pack(const ProtobufCMessage *msg, uint8_t **buf, size_t *len,
 int gemmd_wire_encode_gemm(const gemmd_gemm_call_t *call, uint8_t **buf, size_t *len,
                            gemmd_status_t *status);
 
-/* A GemmResponse into *result (data malloc'd); INTERNAL when it is malformed. */
+/* A GemmResponse into *result (data malloc'd); INTERNAL when it is malformed. A GemmStream
+ * answer with error_code set returns that code and error_message, request_id filled. */
 int gemmd_wire_decode_gemm(const uint8_t *buf, size_t len, gemmd_gemm_result_t *result,
                            gemmd_status_t *status);
 

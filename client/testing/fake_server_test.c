@@ -2,7 +2,8 @@
  * this process): results decoded and equal to the FP64 reference for inline and
  * registered B; a weight streamed in several messages (strided, with scales) arrives
  * byte-exact; server errors arrive with their code and message; list, unregister, stats,
- * health; async calls all call back with their own results. */
+ * health; async calls all call back with their own results; with a dead endpoint before
+ * it, every call still reaches the live one. */
 #include "client/testing/fake_server.h"
 
 #include <stdatomic.h>
@@ -177,13 +178,35 @@ static void check_async(const ctl_matrix_t *a, const ctl_matrix_t *b) {
         atomic_load(&s.done), atomic_load(&s.ok));
 }
 
+/* Two endpoints, the first with nothing listening: every GEMM that goes to it first is
+ * answered UNAVAILABLE there and sent on to the second, sync and async alike. */
+static void check_failover(const char *live, const ctl_matrix_t *a, const ctl_matrix_t *b) {
+  char both[128];
+  snprintf(both, sizeof both, "127.0.0.1:1,%s", live);
+  gemmd_client_t *saved = c;
+  gemmd_status_t st;
+  const gemmd_client_options_t o = {20000, 0, NULL, NULL, NULL, NULL};
+  expect_ok(gemmd_client_open(both, &o, &c, &st), &st, "open two endpoints");
+  gemmd_gemm_call_t call = call_for(a);
+  call.b = &b->op;
+  for (int i = 0; i < 4; i++) {
+    gemmd_gemm_result_t r;
+    expect_ok(gemmd_client_gemm(c, &call, &r, &st), &st, "sync gemm past a dead endpoint");
+    if (st.code == 0) check_product(&a->op, &b->op, &r, "failover");
+    gemmd_gemm_result_free(&r);
+  }
+  check_async(a, b);
+  gemmd_client_close(c);
+  c = saved;
+}
+
 int main(void) {
   int port;
   char addr[64];
   srv = fake_server_start(0, &port);
   snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
   gemmd_status_t st;
-  const gemmd_client_options_t o = {20000, 0, NULL, NULL};
+  const gemmd_client_options_t o = {20000, 0, NULL, NULL, NULL, NULL};
   expect_ok(gemmd_client_open(addr, &o, &c, &st), &st, "open");
 
   ctl_rng_t rng = {2024};
@@ -199,6 +222,7 @@ int main(void) {
   check_registered(&a, &b, id);
   check_admin(id);
   check_async(&a, &b);
+  check_failover(addr, &a, &b);
 
   ctl_matrix_free(&a);
   ctl_matrix_free(&b);
