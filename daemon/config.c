@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <regex.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,7 +114,16 @@ static const opt_t options[] = {
     STR(weight_dir, "weight-dir", "",
         "directory where registered weights persist; a restart loads them back"),
     {"preload", OPT_LIST, offsetof(gemmd_config_t, preload), sizeof(((gemmd_config_t *)0)->preload[0]), "",
-     0, 0, NULL, "FP8 safetensors file to register at start (repeatable)"},
+     0, 0, NULL,
+     "FP8 safetensors weights to register at start (repeatable): a file, a directory of "
+     "*.safetensors, or a safetensors index (*.json, every shard it names); loaded while "
+     "gemmd already answers health checks, NOT_SERVING until done"},
+    STR(preload_filter, "preload-filter", "",
+        "only tensors whose names match this POSIX extended regex are preloaded (default: every "
+        "FP8 tensor)"),
+    STR(preload_prefix, "preload-prefix", "", "prepended to the name of each preloaded weight"),
+    INT(test_load_delay_ms, "test-load-delay-ms", "0", 0, 600000,
+        "tests only: pause this long before each weight loaded at start"),
     SIZE(weight_memory_bytes, "weight-memory-bytes", "32G", 0, INT64_MAX,
          "budget for registered weights; registration beyond it is RESOURCE_EXHAUSTED"),
     INT(max_batch_requests, "max-batch-requests", "256", 1, 65536,
@@ -420,6 +430,15 @@ int gemmd_config_load(gemmd_config_t *cfg, int argc, char **argv, char **envp, c
     }
     if (gemmd_config_set(cfg, name, value, err, errlen) != GEMMD_OK) return GEMMD_EINVAL;
   }
+  regex_t re;
+  const int bad_re = cfg->preload_filter[0] != '\0' ? regcomp(&re, cfg->preload_filter, REG_EXTENDED | REG_NOSUB) : 0;
+  if (bad_re != 0) {
+    char why[256];
+    regerror(bad_re, &re, why, sizeof why);
+    snprintf(err, errlen, "preload-filter: '%s' is not a POSIX extended regex: %s", cfg->preload_filter, why);
+    return GEMMD_EINVAL;
+  }
+  if (cfg->preload_filter[0] != '\0') regfree(&re);
   return GEMMD_OK;
 }
 

@@ -52,8 +52,11 @@ typedef struct gemmd_config_s {
   int64_t cpu_inline_flops;
   /* Weights. */
   char weight_dir[1024];
-  char preload[GEMMD_CONFIG_MAX_PRELOAD][1024];
+  char preload[GEMMD_CONFIG_MAX_PRELOAD][1024]; /* files, directories or index.json (preload.h) */
   int n_preload;
+  char preload_filter[1024]; /* POSIX extended regex on tensor names; "" = every FP8 tensor */
+  char preload_prefix[128];  /* prepended to each preloaded weight's name */
+  int64_t test_load_delay_ms;
   uint64_t weight_memory_bytes;
   /* Batching and admission. */
   int64_t max_batch_requests;

@@ -1,6 +1,7 @@
-/* gemmd's process around the loop's core (server.c): start-up (engine, --weight-dir and
- * --preload weights, the listeners), the HTTP endpoints, the periodic tick, SIGTERM/SIGINT
- * and the drain that stops the transports and closes the loop. */
+/* gemmd's process around the loop's core (server.c): start-up (engine, the listeners, then
+ * the --weight-dir and --preload weights on the loader's thread, loader.h), the HTTP
+ * endpoints, the periodic tick, SIGTERM/SIGINT, readiness for systemd (notify.h) and the
+ * drain that stops the transports and closes the loop. */
 #include "daemon/lifecycle.h"
 
 #include <inttypes.h>
@@ -9,14 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/loader.h"
 #include "daemon/log.h"
+#include "daemon/notify.h"
 #include "daemon/rpc_grpc.h"
-#include "daemon/safetensors.h"
 #include "daemon/server.h"
 #include "daemon/shm_server.h"
 #include "daemon/stats.h"
 #include "daemon/version.h"
-#include "daemon/weight_store.h"
 #include "kernels/errors.h"
 
 #define TICK_MS 100
@@ -45,7 +46,7 @@ static void close_handle(uv_handle_t *h) {
 /* Drained: nothing queued, on the engine, or writing weight files. Also the server's
  * on_quiet hook, which the core calls after a batch or a weight operation finishes. */
 static void maybe_stop(gemmd_server_t *srv) {
-  if (!srv->draining || srv->stopped) return;
+  if (!srv->draining || srv->stopped || srv->loading) return;
   if (srv->batcher.queued > 0 || srv->engine_busy > 0 || srv->inflight > 0 || srv->weight_ops > 0)
     return;
   srv->stopped = 1;
@@ -87,6 +88,18 @@ static void rpc_stopped(gemmd_server_t *srv, void *arg) {
   close_server_handles(srv);
 }
 
+/* No new work; the loop ends once what was accepted is answered (and the start-up
+ * loader, told to skip the rest, has stopped). */
+static void start_drain(gemmd_server_t *srv, const char *key, const char *why) {
+  gemmd_log(GEMMD_LOG_INFO, "draining", "%s=%s queued=%u inflight=%" PRIu64 " loading=%d", key, why,
+            srv->batcher.depth, srv->inflight, srv->loading);
+  srv->draining = 1;
+  gemmd_loader_cancel(srv);
+  gemmd_notify("STOPPING=1\nSTATUS=draining");
+  gemmd_server_notify_watchers(srv);
+  maybe_stop(srv);
+}
+
 static void on_signal(uv_signal_t *h, int signum) {
   gemmd_server_t *srv = h->data;
   if (srv->draining) {
@@ -94,11 +107,7 @@ static void on_signal(uv_signal_t *h, int signum) {
               srv->inflight);
     return;
   }
-  gemmd_log(GEMMD_LOG_INFO, "draining", "signal=%s queued=%u inflight=%" PRIu64,
-            signum == SIGTERM ? "SIGTERM" : "SIGINT", srv->batcher.depth, srv->inflight);
-  srv->draining = 1;
-  gemmd_server_notify_watchers(srv);
-  maybe_stop(srv);
+  start_drain(srv, "signal", signum == SIGTERM ? "SIGTERM" : "SIGINT");
 }
 
 /* ---- HTTP endpoints ------------------------------------------------------------------- */
@@ -130,7 +139,7 @@ static void on_http(void *ctx, const char *path, gemmd_http_response_t *resp) {
     if (gemmd_server_serving(srv)) {
       set_text(resp, 200, "ready\n");
     } else {
-      set_text(resp, 503, srv->draining ? "draining\n" : "not ready\n");
+      set_text(resp, 503, srv->draining ? "draining\n" : srv->loading ? "loading\n" : "not ready\n");
     }
   } else if (strcmp(path, "/stats") == 0) {
     char *json = gemmd_stats_json(srv);
@@ -147,72 +156,25 @@ static void on_http(void *ctx, const char *path, gemmd_http_response_t *resp) {
 
 /* ---- Start-up ------------------------------------------------------------------------- */
 
-typedef struct {
-  gemmd_server_t *srv;
-  int loaded, bad;
-} restore_ctx_t;
-
-static void restore_one(void *ctx, gemmd_weight_t *w) {
-  restore_ctx_t *rc = ctx;
-  char msg[512];
-  const int code = gemmd_weights_reserve(&rc->srv->weights, w, msg, sizeof msg);
-  if (code != 0 || rc->srv->engine->ops->weight_load(rc->srv->engine, w) != GEMMD_OK) {
-    gemmd_log(GEMMD_LOG_ERROR, "weight not restored", "id=%" PRIu64 " name=\"%s\" reason=\"%s\"",
-              w->id, w->name, code ? msg : "engine could not load it");
-    if (code == 0) {
-      gemmd_weights_unreserve(&rc->srv->weights, w);
-    } else {
-      gemmd_weight_free(w);
-    }
-    rc->bad++;
+/* The start-up weights are in (loader.h): serve, or stop when they could not be read. */
+static void on_loaded(gemmd_server_t *srv, int ok) {
+  if (srv->draining) { /* a signal came while loading */
+    maybe_stop(srv);
     return;
   }
-  gemmd_weights_activate(&rc->srv->weights, w);
-  rc->loaded++;
-}
-
-static void restore_bad(void *ctx, const char *path, const char *reason) {
-  restore_ctx_t *rc = ctx;
-  gemmd_log(GEMMD_LOG_ERROR, "weight file skipped", "path=\"%s\" reason=\"%s\"", path, reason);
-  rc->bad++;
-}
-
-static int restore_weights(gemmd_server_t *srv) {
-  char err[512];
-  if (gemmd_weight_store_open(srv->cfg->weight_dir, err, sizeof err) != GEMMD_OK) {
-    gemmd_log(GEMMD_LOG_ERROR, "weight directory unusable", "reason=\"%s\"", err);
-    return GEMMD_EIO;
+  if (!ok) {
+    gemmd_log(GEMMD_LOG_ERROR, "start-up weights could not be loaded", "exit_code=1");
+    srv->exit_code = 1;
+    start_drain(srv, "reason", "load-failed");
+    return;
   }
-  restore_ctx_t ctx = {srv, 0, 0};
-  const uint64_t t0 = gemmd_now_ns();
-  if (gemmd_weight_store_load_all(srv->cfg->weight_dir, restore_one, restore_bad, &ctx) < 0) {
-    gemmd_log(GEMMD_LOG_ERROR, "weight directory unreadable", "dir=\"%s\"", srv->cfg->weight_dir);
-    return GEMMD_EIO;
-  }
-  gemmd_log(GEMMD_LOG_INFO, "weights restored",
-            "dir=\"%s\" loaded=%d skipped=%d bytes=%" PRIu64 " ms=%.1f", srv->cfg->weight_dir,
-            ctx.loaded, ctx.bad, srv->weights.bytes, (double)(gemmd_now_ns() - t0) * 1e-6);
-  return GEMMD_OK;
-}
-
-/* --preload: each FP8 tensor of each safetensors file becomes a weight. Not written to
- * --weight-dir: the files are read again at every start. */
-static int preload_weights(gemmd_server_t *srv) {
-  for (int i = 0; i < srv->cfg->n_preload; i++) {
-    const char *path = srv->cfg->preload[i];
-    restore_ctx_t ctx = {srv, 0, 0};
-    char err[512];
-    int skipped = 0;
-    const uint64_t t0 = gemmd_now_ns();
-    const int rc = gemmd_safetensors_load(path, restore_one, &ctx, &skipped, err, sizeof err);
-    if (rc < 0) {
-      gemmd_log(GEMMD_LOG_ERROR, "preload failed", "file=\"%s\" reason=\"%s\"", path, err);
-      return rc;
-    }
-    gemmd_log(GEMMD_LOG_INFO, "preloaded", "file=\"%s\" weights=%d refused=%d other_tensors=%d ms=%.1f",
-              path, ctx.loaded, ctx.bad, skipped, (double)(gemmd_now_ns() - t0) * 1e-6);
-  }
-  return GEMMD_OK;
+  srv->ready = 1;
+  gemmd_server_notify_watchers(srv);
+  gemmd_log(GEMMD_LOG_INFO, "serving", "weights=%u weight_bytes=%" PRIu64 " startup_ms=%.1f",
+            srv->weights.active, srv->weights.bytes, (double)(gemmd_now_ns() - srv->start_ns) * 1e-6);
+  char status[160];
+  snprintf(status, sizeof status, "READY=1\nSTATUS=serving, %u weights", srv->weights.active);
+  gemmd_notify(status);
 }
 
 static int create_engine(gemmd_server_t *srv) {
@@ -258,14 +220,6 @@ int gemmd_run(const gemmd_config_t *cfg) {
   gemmd_metrics_init(&srv->metrics, GEMMD_VERSION, srv->engine->backend, srv->engine->device);
   gemmd_log(GEMMD_LOG_INFO, "engine ready", "backend=%s device=\"%s\" kernel=\"%s\"",
             srv->engine->backend, srv->engine->device, srv->engine->kernel);
-  if (cfg->weight_dir[0] != '\0' && restore_weights(srv) != GEMMD_OK) {
-    srv->exit_code = 1;
-    goto fail;
-  }
-  if (preload_weights(srv) != GEMMD_OK) {
-    srv->exit_code = 1;
-    goto fail;
-  }
 
   char err[512];
   if (gemmd_http_start(&srv->loop, cfg->metrics_listen, on_http, srv, &srv->http,
@@ -291,10 +245,14 @@ int gemmd_run(const gemmd_config_t *cfg) {
   uv_signal_start(&srv->sigterm, on_signal, SIGTERM);
   uv_signal_start(&srv->sigint, on_signal, SIGINT);
   uv_timer_start(&srv->tick, on_tick, TICK_MS, TICK_MS);
-  srv->ready = 1;
   gemmd_log(GEMMD_LOG_INFO, "listening",
             "grpc_port=%d metrics_port=%d grpc=\"%s\" metrics=\"%s\" shm=\"%s\"", srv->grpc_port,
             srv->http_port, cfg->grpc_listen, cfg->metrics_listen, cfg->shm_socket);
+  if (gemmd_loader_start(srv, on_loaded) != GEMMD_OK) {
+    gemmd_log(GEMMD_LOG_ERROR, "start-up loader failed to start", "");
+    srv->exit_code = 1;
+    start_drain(srv, "reason", "load-failed");
+  }
 
   uv_run(&srv->loop, UV_RUN_DEFAULT);
   goto done;

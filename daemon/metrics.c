@@ -415,6 +415,14 @@ int gemmd_metrics_render(const gemmd_metrics_t *m, char **out, size_t *len) {
             m->shm_pinned_bytes);
   gauge_u64(&b, "gemmd_device_memory_used_bytes", "Device memory in use by gemmd.",
             m->device_memory_used);
+  gauge_u64(&b, "gemmd_startup_loading", "1 while the weights of --weight-dir and --preload load at start.",
+            (uint64_t)(m->startup_loading != 0));
+  gauge_u64(&b, "gemmd_startup_files", "Weight files to load at start (--weight-dir and --preload).",
+            m->startup_files);
+  gauge_u64(&b, "gemmd_startup_files_loaded", "Of them, the files read so far.", m->startup_files_done);
+  gauge_u64(&b, "gemmd_startup_weights_loaded", "Weights loaded at start so far.", m->startup_weights);
+  gauge_u64(&b, "gemmd_startup_weight_bytes_loaded", "Bytes of the weights loaded at start so far.",
+            m->startup_weight_bytes);
   gauge_u64(&b, "gemmd_up", "1 while the daemon serves.", (uint64_t)(m->up != 0));
 
   family(&b, "gemmd_build_info", "gauge", "Build and device information; always 1.");

@@ -56,6 +56,9 @@ typedef struct gemmd_metrics_s {
   gemmd_histogram_t batch_requests;                      /* gemmd_batch_requests */
   /* Gauges. */
   uint64_t queue_depth, inflight, weights, weight_bytes, shm_clients, shm_pinned_bytes, device_memory_used;
+  /* Start-up loading (loader.h): gemmd_startup_*. */
+  int startup_loading;
+  uint64_t startup_files, startup_files_done, startup_weights, startup_weight_bytes;
   int up;
   /* gemmd_build_info labels. */
   char version[32];

@@ -177,6 +177,11 @@ static void check_structure(const char *text) {
       {"gemmd_shm_clients", "gauge"},
       {"gemmd_shm_pinned_bytes", "gauge"},
       {"gemmd_device_memory_used_bytes", "gauge"},
+      {"gemmd_startup_loading", "gauge"},
+      {"gemmd_startup_files", "gauge"},
+      {"gemmd_startup_files_loaded", "gauge"},
+      {"gemmd_startup_weights_loaded", "gauge"},
+      {"gemmd_startup_weight_bytes_loaded", "gauge"},
       {"gemmd_up", "gauge"},
       {"gemmd_build_info", "gauge"},
       {"process_cpu_seconds_total", "counter"},
@@ -245,6 +250,10 @@ static void test_render(void) {
   m.weight_bytes = 123456789012ull;
   m.shm_clients = 4;
   m.shm_pinned_bytes = 6291456;
+  m.startup_files = 12;
+  m.startup_files_done = 5;
+  m.startup_weights = 40;
+  m.startup_weight_bytes = 1ull << 33;
   m.device_memory_used = 5;
 
   CHECK(m.requests[0][0] == 3 && m.requests[0][3] == 1 && m.requests[0][2] == 1);
@@ -330,6 +339,11 @@ static void test_render(void) {
   CHECK_LINE(text, "gemmd_shm_clients 4");
   CHECK_LINE(text, "gemmd_shm_pinned_bytes 6291456");
   CHECK_LINE(text, "gemmd_device_memory_used_bytes 5");
+  CHECK_LINE(text, "gemmd_startup_loading 0");
+  CHECK_LINE(text, "gemmd_startup_files 12");
+  CHECK_LINE(text, "gemmd_startup_files_loaded 5");
+  CHECK_LINE(text, "gemmd_startup_weights_loaded 40");
+  CHECK_LINE(text, "gemmd_startup_weight_bytes_loaded 8589934592");
   CHECK_LINE(text, "gemmd_up 1");
   CHECK_LINE(text, "# TYPE gemmd_build_info gauge");
   CHECK_LINE(text, "gemmd_build_info{version=\"1.0\\\"x\",backend=\"cpu\\\\b\","

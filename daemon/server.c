@@ -276,11 +276,25 @@ void gemmd_server_count_refused(gemmd_server_t *srv, gemmd_transport_t transport
   gemmd_server_post(srv, count_refused, r);
 }
 
+/* While the start-up weights load: why gemmd does not serve yet, in *msg. */
+static int still_loading(const gemmd_server_t *srv, char *msg, size_t n) {
+  if (!srv->loading) return 0;
+  snprintf(msg, n, "gemmd is loading its weights (%" PRIu64 " of %" PRIu64 " files) and serves once "
+           "they are in; health says SERVING then", srv->metrics.startup_files_done, srv->metrics.startup_files);
+  return 1;
+}
+
 void gemmd_server_submit(gemmd_server_t *srv, gemmd_request_t *r) {
   r->status = GEMMD_CODE_OK;
+  char why[256];
   if (srv->draining || srv->stopped) {
     gemmd_request_release(r);
     fail(srv, r, GEMMD_CODE_UNAVAILABLE, "gemmd is shutting down and takes no new requests");
+    return;
+  }
+  if (still_loading(srv, why, sizeof why)) {
+    gemmd_request_release(r);
+    fail(srv, r, GEMMD_CODE_UNAVAILABLE, "%s", why);
     return;
   }
   if (r->inline_b != NULL) {
@@ -654,6 +668,11 @@ void gemmd_server_register_weight(gemmd_server_t *srv, gemmd_weight_t *w,
     gemmd_weight_free(w);
     return;
   }
+  if (still_loading(srv, msg, sizeof msg)) {
+    done(ctx, GEMMD_CODE_UNAVAILABLE, msg, NULL);
+    gemmd_weight_free(w);
+    return;
+  }
   const int code = gemmd_weights_reserve(&srv->weights, w, msg, sizeof msg);
   if (code != 0) {
     done(ctx, code, msg, NULL);
@@ -665,6 +684,11 @@ void gemmd_server_register_weight(gemmd_server_t *srv, gemmd_weight_t *w,
 
 void gemmd_server_unregister_weight(gemmd_server_t *srv, uint64_t id, const char *name,
                                     gemmd_weight_done_fn done, void *ctx) {
+  char why[256];
+  if (still_loading(srv, why, sizeof why)) {
+    done(ctx, GEMMD_CODE_UNAVAILABLE, why, NULL);
+    return;
+  }
   gemmd_weight_t *w = id != 0 ? gemmd_weights_find_id(&srv->weights, id)
                               : gemmd_weights_find_name(&srv->weights, name ? name : "");
   if (w == NULL) {

@@ -31,6 +31,7 @@
 typedef struct gemmd_server_s gemmd_server_t;
 typedef struct gemmd_rpc_s gemmd_rpc_t;
 typedef struct gemmd_shm_server_s gemmd_shm_server_t;
+typedef struct gemmd_loader_s gemmd_loader_t;
 
 /* Work handed to the loop thread. */
 typedef struct gemmd_post_s {
@@ -84,7 +85,9 @@ struct gemmd_server_s {
   gemmd_watcher_t *watchers;
 
   uint64_t start_ns;
-  int ready;    /* engine up, listening */
+  int ready;    /* engine up, listening, start-up weights loaded */
+  int loading;  /* the start-up loader runs (loader.h) */
+  gemmd_loader_t *loader;
   int draining; /* SIGTERM/SIGINT seen: no new work */
   int stopped;
   int exit_code;

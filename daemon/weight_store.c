@@ -185,47 +185,51 @@ out:
   return rc;
 }
 
+/* By the id in the file name ("<dir>/<id>.gemmdw"). */
+static unsigned long long file_id(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return strtoull(slash ? slash + 1 : path, NULL, 10);
+}
+
 static int by_id(const void *x, const void *y) {
-  const unsigned long long a = strtoull(*(char *const *)x, NULL, 10);
-  const unsigned long long b = strtoull(*(char *const *)y, NULL, 10);
+  const unsigned long long a = file_id(*(char *const *)x), b = file_id(*(char *const *)y);
   return (a > b) - (a < b);
 }
 
-int gemmd_weight_store_load_all(const char *dir, void (*fn)(void *ctx, gemmd_weight_t *w),
-                                void (*bad)(void *ctx, const char *path, const char *reason),
-                                void *ctx) {
+int gemmd_weight_store_list(const char *dir, char ***paths, size_t *count) {
   DIR *d = opendir(dir);
   if (d == NULL) return GEMMD_EIO;
   char **names = NULL;
   size_t n = 0, cap = 0;
+  int rc = GEMMD_OK;
   struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
+  while (rc == GEMMD_OK && (e = readdir(d)) != NULL) {
     const size_t len = strlen(e->d_name);
     if (len <= 7 || strcmp(e->d_name + len - 7, ".gemmdw") != 0) continue;
     if (n == cap) {
       cap = cap ? cap * 2 : 16;
       char **grown = realloc(names, cap * sizeof *names);
-      if (grown == NULL) break;
+      if (grown == NULL) {
+        rc = GEMMD_ENOMEM;
+        break;
+      }
       names = grown;
     }
-    names[n] = strdup(e->d_name);
-    if (names[n] != NULL) n++;
+    const size_t plen = strlen(dir) + 1 + len + 1;
+    if ((names[n] = malloc(plen)) == NULL) {
+      rc = GEMMD_ENOMEM;
+      break;
+    }
+    snprintf(names[n++], plen, "%s/%s", dir, e->d_name);
   }
   closedir(d);
-  if (n > 0) qsort(names, n, sizeof *names, by_id);
-  int loaded = 0;
-  for (size_t i = 0; i < n; i++) {
-    char path[4200], err[256];
-    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-    gemmd_weight_t *w;
-    if (gemmd_weight_store_read(path, &w, err, sizeof err) == GEMMD_OK) {
-      fn(ctx, w);
-      loaded++;
-    } else {
-      bad(ctx, path, err);
-    }
-    free(names[i]);
+  if (rc != GEMMD_OK) {
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    return rc;
   }
-  free(names);
-  return loaded;
+  if (n > 0) qsort(names, n, sizeof *names, by_id);
+  *paths = names;
+  *count = n;
+  return GEMMD_OK;
 }

@@ -26,12 +26,9 @@ int gemmd_weight_store_delete(const char *dir, uint64_t id, char *err, size_t er
 /* Reads one file into a new weight (refs = 1, name set). */
 int gemmd_weight_store_read(const char *path, gemmd_weight_t **out, char *err, size_t errlen);
 
-/* Calls fn for every valid weight file in dir, in id order; a file that fails its checks
- * is reported through bad(ctx, path, reason) and skipped. Returns the number loaded, or
- * GEMMD_EIO when dir cannot be read. */
-int gemmd_weight_store_load_all(const char *dir, void (*fn)(void *ctx, gemmd_weight_t *w),
-                                void (*bad)(void *ctx, const char *path, const char *reason),
-                                void *ctx);
+/* The weight files in dir ("<dir>/<id>.gemmdw"), in id order: *paths (malloc'd, as each
+ * path; *count of them). 0, GEMMD_EIO when dir cannot be read, GEMMD_ENOMEM. */
+int gemmd_weight_store_list(const char *dir, char ***paths, size_t *count);
 
 uint32_t gemmd_crc32(uint32_t crc, const void *data, size_t n);
 

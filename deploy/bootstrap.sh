@@ -24,6 +24,7 @@ packages=(
   python3-pip            # installs the PyPI packages below
   openssl                # self-signed certificates for the TLS test
   curl                   # HTTP probes in tests and docs
+  systemd                # systemd-analyze, -sysusers, -tmpfiles: the units' test (deploy/systemd)
 )
 
 missing=()

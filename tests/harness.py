@@ -96,7 +96,7 @@ class Gemmd:
         self.grpc_port = self.metrics_port = None
         self._channels = []
         if wait_ready:
-            self.wait_listening()
+            self.wait_serving()
 
     def log_text(self):
         with open(self.log_path) as f:
@@ -113,6 +113,18 @@ class Gemmd:
                 raise RuntimeError("gemmd exited with %s:\n%s" % (self.proc.returncode, self.log_text()))
             time.sleep(0.02)
         raise RuntimeError("gemmd did not listen in time:\n" + self.log_text())
+
+    def wait_serving(self, timeout=60):
+        """Listening, and its start-up weights loaded (the log's "serving" line)."""
+        deadline = time.time() + timeout
+        self.wait_listening(timeout)
+        while time.time() < deadline:
+            if 'msg="serving"' in self.log_text():
+                return
+            if self.proc.poll() is not None:
+                raise RuntimeError("gemmd exited with %s:\n%s" % (self.proc.returncode, self.log_text()))
+            time.sleep(0.02)
+        raise RuntimeError("gemmd did not finish loading in time:\n" + self.log_text())
 
     @property
     def address(self):
@@ -406,3 +418,18 @@ def promtool_check(text):
         raise unittest.SkipTest("promtool is not installed here")
     p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True)
     return p.returncode, (p.stdout + p.stderr).decode()
+
+
+def write_safetensors(path, tensors):
+    """tensors: {name: (dtype string, shape, bytes)} -> a safetensors file."""
+    import json
+    import struct
+    header, blobs, off = {"__metadata__": {"format": "pt"}}, [], 0
+    for name, (dtype, shape, data) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [off, off + len(data)]}
+        blobs.append(data)
+        off += len(data)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))

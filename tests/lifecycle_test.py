@@ -117,21 +117,6 @@ class WeightDir(unittest.TestCase):
         shutil.rmtree(wdir)
 
 
-def write_safetensors(path, tensors):
-    """tensors: {name: (dtype string, shape, bytes)} -> a safetensors file."""
-    import json
-    import struct
-    header, blobs, off = {"__metadata__": {"format": "pt"}}, [], 0
-    for name, (dtype, shape, data) in tensors.items():
-        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [off, off + len(data)]}
-        blobs.append(data)
-        off += len(data)
-    text = json.dumps(header).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
-
-
 class Preload(unittest.TestCase):
     def test_preload_fp8_safetensors(self):
         pb, _, _, _ = H.stubs()
@@ -142,7 +127,7 @@ class Preload(unittest.TestCase):
         rows = H.make_matrix(pb, rng, 64, k, H.DT_E5M2, H.SL_ROW)
         plain = H.make_matrix(pb, rng, 16, k, H.DT_E4M3, H.SL_NONE)
         f32 = lambda xs: np.asarray(xs, np.float32).tobytes()
-        write_safetensors(path, {
+        H.write_safetensors(path, {
             "layers.0.mlp.weight": ("F8_E4M3", (n, k), blocks.data),
             "layers.0.mlp.weight_scale_inv": ("F32", (2, 3), f32(blocks.scales)),
             "layers.0.attn.weight": ("F8_E5M2", (64, k), rows.data),
