@@ -415,6 +415,11 @@ int gemmd_metrics_render(const gemmd_metrics_t *m, char **out, size_t *len) {
             m->shm_pinned_bytes);
   gauge_u64(&b, "gemmd_device_memory_used_bytes", "Device memory in use by gemmd.",
             m->device_memory_used);
+  gauge_u64(&b, "gemmd_weight_budget_bytes", "The budget of registered weights (--weight-memory-bytes).",
+            m->weight_budget_bytes);
+  gauge_u64(&b, "gemmd_queue_capacity", "Requests that may wait for a batch (--queue-depth).", m->queue_capacity);
+  gauge_u64(&b, "gemmd_device_failed", "1 once the GPU failed: gemmd answers what it can and exits with 3.",
+            (uint64_t)(m->device_failed != 0));
   gauge_u64(&b, "gemmd_startup_loading", "1 while the weights of --weight-dir and --preload load at start.",
             (uint64_t)(m->startup_loading != 0));
   gauge_u64(&b, "gemmd_startup_files", "Weight files to load at start (--weight-dir and --preload).",

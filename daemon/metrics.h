@@ -56,6 +56,8 @@ typedef struct gemmd_metrics_s {
   gemmd_histogram_t batch_requests;                      /* gemmd_batch_requests */
   /* Gauges. */
   uint64_t queue_depth, inflight, weights, weight_bytes, shm_clients, shm_pinned_bytes, device_memory_used;
+  uint64_t weight_budget_bytes, queue_capacity; /* --weight-memory-bytes, --queue-depth */
+  int device_failed;                            /* the GPU failed; gemmd is stopping (exit 3) */
   /* Start-up loading (loader.h): gemmd_startup_*. */
   int startup_loading;
   uint64_t startup_files, startup_files_done, startup_weights, startup_weight_bytes;

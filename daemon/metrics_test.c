@@ -177,6 +177,9 @@ static void check_structure(const char *text) {
       {"gemmd_shm_clients", "gauge"},
       {"gemmd_shm_pinned_bytes", "gauge"},
       {"gemmd_device_memory_used_bytes", "gauge"},
+      {"gemmd_weight_budget_bytes", "gauge"},
+      {"gemmd_queue_capacity", "gauge"},
+      {"gemmd_device_failed", "gauge"},
       {"gemmd_startup_loading", "gauge"},
       {"gemmd_startup_files", "gauge"},
       {"gemmd_startup_files_loaded", "gauge"},
@@ -250,6 +253,8 @@ static void test_render(void) {
   m.weight_bytes = 123456789012ull;
   m.shm_clients = 4;
   m.shm_pinned_bytes = 6291456;
+  m.weight_budget_bytes = 1ull << 35;
+  m.queue_capacity = 4096;
   m.startup_files = 12;
   m.startup_files_done = 5;
   m.startup_weights = 40;
@@ -339,6 +344,9 @@ static void test_render(void) {
   CHECK_LINE(text, "gemmd_shm_clients 4");
   CHECK_LINE(text, "gemmd_shm_pinned_bytes 6291456");
   CHECK_LINE(text, "gemmd_device_memory_used_bytes 5");
+  CHECK_LINE(text, "gemmd_weight_budget_bytes 34359738368");
+  CHECK_LINE(text, "gemmd_queue_capacity 4096");
+  CHECK_LINE(text, "gemmd_device_failed 0");
   CHECK_LINE(text, "gemmd_startup_loading 0");
   CHECK_LINE(text, "gemmd_startup_files 12");
   CHECK_LINE(text, "gemmd_startup_files_loaded 5");

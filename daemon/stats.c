@@ -16,7 +16,10 @@ void gemmd_stats_refresh_gauges(gemmd_server_t *srv) {
   m->shm_clients = gemmd_shm_clients(srv->shm);
   m->shm_pinned_bytes = gemmd_shm_pinned_bytes(srv->shm);
   m->device_memory_used = srv->engine ? srv->engine->ops->memory_used(srv->engine) : 0;
-  m->up = 1;
+  m->weight_budget_bytes = srv->weights.budget;
+  m->queue_capacity = (uint64_t)srv->cfg->queue_depth;
+  m->device_failed = srv->exit_code == 3;
+  m->up = gemmd_server_serving(srv);
 }
 
 static void summarize(const gemmd_histogram_t *h, Gemmd__V1__LatencySummary *out) {
