@@ -112,7 +112,8 @@ static const opt_t options[] = {
     INT(cpu_inline_flops, "cpu-inline-flops", "1000000", 0, 1000000000,
         "CPU backend: batches of at most this many FLOPs run on the loop thread (a few us)"),
     STR(weight_dir, "weight-dir", "",
-        "directory where registered weights persist; a restart loads them back"),
+        "directory where registered weights persist; a restart loads them back (one gemmd per "
+        "directory: a second is refused)"),
     {"preload", OPT_LIST, offsetof(gemmd_config_t, preload), sizeof(((gemmd_config_t *)0)->preload[0]), "",
      0, 0, NULL,
      "FP8 safetensors weights to register at start (repeatable): a file, a directory of "

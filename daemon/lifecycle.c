@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "daemon/loader.h"
 #include "daemon/log.h"
@@ -18,6 +19,7 @@
 #include "daemon/shm_server.h"
 #include "daemon/stats.h"
 #include "daemon/version.h"
+#include "daemon/weight_store.h"
 #include "kernels/errors.h"
 
 #define TICK_MS 100
@@ -209,6 +211,7 @@ int gemmd_run(const gemmd_config_t *cfg) {
   if (srv == NULL) return 1;
   gemmd_rpc_choose_poller(cfg); /* setenv: before gemmd has any other thread */
   gemmd_server_init(srv, cfg);
+  srv->weight_dir_lock = -1;
   srv->on_quiet = maybe_stop;
 
   int rc = create_engine(srv);
@@ -222,6 +225,13 @@ int gemmd_run(const gemmd_config_t *cfg) {
             srv->engine->backend, srv->engine->device, srv->engine->kernel);
 
   char err[512];
+  if (cfg->weight_dir[0] != '\0' &&
+      (gemmd_weight_store_open(cfg->weight_dir, err, sizeof err) != GEMMD_OK ||
+       (srv->weight_dir_lock = gemmd_weight_store_lock(cfg->weight_dir, err, sizeof err)) < 0)) {
+    gemmd_log(GEMMD_LOG_ERROR, "weight directory unusable", "reason=\"%s\"", err);
+    srv->exit_code = 1;
+    goto fail;
+  }
   if (gemmd_http_start(&srv->loop, cfg->metrics_listen, on_http, srv, &srv->http,
                        &srv->http_port, err, sizeof err) != GEMMD_OK) {
     gemmd_log(GEMMD_LOG_ERROR, "metrics listener failed", "address=\"%s\" reason=\"%s\"",
@@ -263,6 +273,7 @@ fail:
   close_server_handles(srv);
   uv_run(&srv->loop, UV_RUN_DEFAULT);
 done:
+  if (srv->weight_dir_lock >= 0) close(srv->weight_dir_lock);
   gemmd_server_teardown(srv);
   const int code = srv->exit_code;
   gemmd_log(GEMMD_LOG_INFO, "exit", "code=%d", code);

@@ -87,6 +87,7 @@ struct gemmd_server_s {
   uint64_t start_ns;
   int ready;    /* engine up, listening, start-up weights loaded */
   int loading;  /* the start-up loader runs (loader.h) */
+  int weight_dir_lock; /* fd holding --weight-dir's lock, or -1 */
   gemmd_loader_t *loader;
   int draining; /* SIGTERM/SIGINT seen: no new work */
   int stopped;

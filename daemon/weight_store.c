@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,6 +40,32 @@ int gemmd_weight_store_open(const char *dir, char *err, size_t errlen) {
     return GEMMD_EIO;
   }
   return GEMMD_OK;
+}
+
+int gemmd_weight_store_lock(const char *dir, char *err, size_t errlen) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/.lock", dir);
+  const int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+    return -1;
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char holder[32] = "";
+    const ssize_t n = pread(fd, holder, sizeof holder - 1, 0);
+    holder[n > 0 ? n : 0] = '\0';
+    holder[strcspn(holder, "\n")] = '\0';
+    snprintf(err, errlen, "weight directory %s is in use by another gemmd%s%s%s: give each gemmd its own", dir,
+             holder[0] ? " (pid " : "", holder, holder[0] ? ")" : "");
+    close(fd);
+    return -1;
+  }
+  char pid[32];
+  const int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len) {
+    /* the pid is only for the message above; the lock holds either way */
+  }
+  return fd;
 }
 
 static int write_all(int fd, const void *p, size_t n, uint32_t *crc) {

@@ -20,6 +20,12 @@
 /* Creates dir if needed and checks it is writable. 0 or GEMMD_EIO with err set. */
 int gemmd_weight_store_open(const char *dir, char *err, size_t errlen);
 
+/* Takes dir for this process (an flock on "<dir>/.lock", which names the holder's pid): two
+ * gemmd writing one directory would overwrite each other's files. The lock lasts as long
+ * as the returned fd is open (close it, or exit). -1 with err set when another process
+ * holds it or the file cannot be opened. */
+int gemmd_weight_store_lock(const char *dir, char *err, size_t errlen);
+
 int gemmd_weight_store_save(const char *dir, const gemmd_weight_t *w, char *err, size_t errlen);
 int gemmd_weight_store_delete(const char *dir, uint64_t id, char *err, size_t errlen);
 

@@ -67,6 +67,21 @@ class Drain(unittest.TestCase):
 
 
 class WeightDir(unittest.TestCase):
+    def test_one_gemmd_per_directory(self):
+        """A second gemmd on the same --weight-dir would overwrite the first one's files:
+        it is refused at start (exit 1, naming the holder's pid); once the first is gone
+        the directory is free again."""
+        wdir = os.path.join(H.tmpdir(), "locked-%d" % time.monotonic_ns())
+        with H.Gemmd("--weight-dir", wdir) as first:
+            second = H.Gemmd("--weight-dir", wdir, wait_ready=False)
+            try:
+                self.assertEqual(second.wait(timeout=30), 1)
+                self.assertIn("in use by another gemmd (pid %d)" % first.proc.pid, second.log_text())
+            finally:
+                second.stop()
+        with H.Gemmd("--weight-dir", wdir) as again:
+            self.assertEqual(again.http("/readyz")[0], 200)
+
     def test_restart_keeps_weights(self):
         pb, _, _, _ = H.stubs()
         rng = np.random.default_rng()
