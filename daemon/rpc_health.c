@@ -1,7 +1,9 @@
 /* gRPC GetStats and grpc.health.v1.Health (Check and Watch).
  *
- * "" and "gemmd.v1.GemmService" are the known services; both are SERVING while gemmd is
- * ready and not draining, NOT_SERVING otherwise. Check on an unknown service is
+ * "" and "gemmd.v1.GemmService" are SERVING while gemmd is ready and not draining,
+ * NOT_SERVING otherwise (readiness: also while the start-up weights load). "liveness" is
+ * SERVING whenever the loop answers, loading and draining included: a liveness probe that
+ * never kills a pod for loading a large checkpoint. Check on an unknown service is
  * NOT_FOUND; Watch on one streams SERVICE_UNKNOWN (grpc/doc/health-checking.md). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +20,17 @@ typedef Grpc__Health__V1__HealthCheckResponse__ServingStatus serving_status_t;
 #define ST_NOT_SERVING GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING
 #define ST_UNKNOWN_SERVICE GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVICE_UNKNOWN
 
-static int known_service(const char *s) {
-  return s == NULL || s[0] == '\0' || strcmp(s, "gemmd.v1.GemmService") == 0;
+enum { SERVICE_UNKNOWN = 0, SERVICE_READINESS = 1, SERVICE_LIVENESS = 2 };
+
+static int service_kind(const char *s) {
+  if (s == NULL || s[0] == '\0' || strcmp(s, "gemmd.v1.GemmService") == 0) return SERVICE_READINESS;
+  return strcmp(s, "liveness") == 0 ? SERVICE_LIVENESS : SERVICE_UNKNOWN;
+}
+
+/* What a service of this kind says now (loop thread). */
+static serving_status_t status_of(gemmd_server_t *srv, int kind) {
+  if (kind == SERVICE_UNKNOWN) return ST_UNKNOWN_SERVICE;
+  return kind == SERVICE_LIVENESS || gemmd_server_serving(srv) ? ST_SERVING : ST_NOT_SERVING;
 }
 
 static uint8_t *pack_status(serving_status_t st, size_t *len) {
@@ -76,13 +87,16 @@ void rpc_stats_arrived(rpc_call_t *c) {
 
 /* ---- Check ------------------------------------------------------------------------------ */
 
-static void check_on_loop(gemmd_server_t *srv, void *arg) {
-  rpc_call_t *c = arg;
+static void check_reply(gemmd_server_t *srv, rpc_call_t *c, int kind) {
   size_t len;
-  uint8_t *buf = pack_status(gemmd_server_serving(srv) ? ST_SERVING : ST_NOT_SERVING, &len);
+  uint8_t *buf = pack_status(status_of(srv, kind), &len);
   rpc_finish(c, buf, len, buf ? GEMMD_CODE_OK : GEMMD_CODE_RESOURCE_EXHAUSTED, buf ? "" : "out of memory");
   rpc_call_unref(c);
 }
+
+static void check_on_loop(gemmd_server_t *srv, void *arg) { check_reply(srv, arg, SERVICE_READINESS); }
+
+static void liveness_on_loop(gemmd_server_t *srv, void *arg) { check_reply(srv, arg, SERVICE_LIVENESS); }
 
 void rpc_health_check_arrived(rpc_call_t *c) {
   char *service = decode_service(c->payload);
@@ -91,9 +105,10 @@ void rpc_health_check_arrived(rpc_call_t *c) {
                "the request is not a valid grpc.health.v1.HealthCheckRequest message");
     return;
   }
-  if (!known_service(service)) {
+  const int kind = service_kind(service);
+  if (kind == SERVICE_UNKNOWN) {
     char msg[400];
-    snprintf(msg, sizeof msg, "unknown service '%.300s'; known: \"\" and gemmd.v1.GemmService",
+    snprintf(msg, sizeof msg, "unknown service '%.300s'; known: \"\", gemmd.v1.GemmService and liveness",
              service);
     free(service);
     rpc_finish(c, NULL, 0, GEMMD_CODE_NOT_FOUND, msg);
@@ -101,7 +116,7 @@ void rpc_health_check_arrived(rpc_call_t *c) {
   }
   free(service);
   rpc_call_ref(c);
-  gemmd_server_post(c->rpc->srv, check_on_loop, c);
+  gemmd_server_post(c->rpc->srv, kind == SERVICE_LIVENESS ? liveness_on_loop : check_on_loop, c);
 }
 
 /* ---- Watch ------------------------------------------------------------------------------ */
@@ -112,7 +127,7 @@ typedef struct {
   rpc_tag_t on_recv, on_send, on_closed;
   grpc_byte_buffer *recv_buf;
   pthread_mutex_t mu;
-  int known;
+  int kind; /* SERVICE_*: what the stream watches */
   serving_status_t want, sent; /* latest status, and the last one sent (-1: none) */
   int sending, metadata_sent, ended, watching;
   grpc_byte_buffer *send_buf;
@@ -174,7 +189,7 @@ static void on_watch_send(rpc_tag_t *tag, int ok) {
 static void watch_changed(gemmd_watcher_t *gw, int serving) {
   watch_call_t *w = RPC_CONTAINER(gw, watch_call_t, watcher);
   pthread_mutex_lock(&w->mu);
-  if (w->known) w->want = serving ? ST_SERVING : ST_NOT_SERVING;
+  if (w->kind == SERVICE_READINESS) w->want = serving ? ST_SERVING : ST_NOT_SERVING;
   watch_pump(w);
   pthread_mutex_unlock(&w->mu);
 }
@@ -183,8 +198,7 @@ static void watch_start_on_loop(gemmd_server_t *srv, void *arg) {
   watch_call_t *w = arg;
   pthread_mutex_lock(&w->mu);
   const int ended = w->ended;
-  w->want = !w->known ? ST_UNKNOWN_SERVICE
-                      : (gemmd_server_serving(srv) ? ST_SERVING : ST_NOT_SERVING);
+  w->want = status_of(srv, w->kind);
   watch_pump(w);
   if (!ended) {
     w->watching = 1;
@@ -229,7 +243,7 @@ static void on_watch_recv(rpc_tag_t *tag, int ok) {
     rpc_call_unref(&w->base);
     return;
   }
-  w->known = known_service(service);
+  w->kind = service_kind(service);
   free(service);
   gemmd_server_post(w->base.rpc->srv, watch_start_on_loop, w); /* takes the recv's reference */
 }

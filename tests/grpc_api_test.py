@@ -201,7 +201,7 @@ class WeightsAndStats(unittest.TestCase):
             self.assertGreater(st.request_latency.p50_us, 0)
             self.assertLessEqual(st.request_latency.p50_us, st.request_latency.max_us)
             health = hpbg.HealthStub(d.channel())
-            for service in ("", "gemmd.v1.GemmService"):
+            for service in ("", "gemmd.v1.GemmService", "liveness"):
                 self.assertEqual(health.Check(hpb.HealthCheckRequest(service=service)).status,
                                  hpb.HealthCheckResponse.SERVING)
             with self.assertRaises(grpc.RpcError) as e:
@@ -217,9 +217,17 @@ class WeightsAndStats(unittest.TestCase):
         self.assertEqual(first.status, hpb.HealthCheckResponse.SERVING)
         unknown = health.Watch(hpb.HealthCheckRequest(service="other"))
         self.assertEqual(next(unknown).status, hpb.HealthCheckResponse.SERVICE_UNKNOWN)
+        live = health.Watch(hpb.HealthCheckRequest(service="liveness"))
+        self.assertEqual(next(live).status, hpb.HealthCheckResponse.SERVING)
         d.signal()
         self.assertEqual(next(stream).status, hpb.HealthCheckResponse.NOT_SERVING)
         self.assertEqual(d.wait(timeout=30), 0)
+        later = []
+        try:
+            later = [m.status for m in live]
+        except grpc.RpcError:
+            pass  # the stream ends with the server
+        self.assertNotIn(hpb.HealthCheckResponse.NOT_SERVING, later, "liveness stays SERVING through a drain")
         d.stop()
 
 

@@ -1,7 +1,8 @@
 """Start-up that does not hide the daemon, and checkpoints as operators have them.
 
 - While --preload weights load (slowed with --test-load-delay-ms), gemmd already answers:
-  /healthz 200, /readyz 503 "loading", grpc.health.v1 NOT_SERVING, a GEMM UNAVAILABLE
+  /healthz 200, /readyz 503 "loading", grpc.health.v1 NOT_SERVING (but its "liveness"
+  service SERVING), a GEMM UNAVAILABLE
   saying it is loading, gemmd_startup_* showing progress; then it serves, and systemd's
   NOTIFY_SOCKET gets READY=1 only then (and STOPPING=1 at SIGTERM).
 - SIGTERM while loading stops it at once, exit 0.
@@ -72,6 +73,8 @@ class Loading(unittest.TestCase):
             self.assertEqual((status, body), (503, b"loading\n"))
             health = self.rpc.HealthStub(d.channel())
             self.assertEqual(health.Check(self.rpc.HealthCheckRequest(service=""), timeout=10).status, 2)
+            # The liveness service a Kubernetes livenessProbe asks: alive while loading.
+            self.assertEqual(health.Check(self.rpc.HealthCheckRequest(service="liveness"), timeout=10).status, 1)
             a = H.make_matrix(pb, self.rng, 2, K, H.DT_E4M3, H.SL_NONE)
             with self.assertRaises(grpc.RpcError) as e:
                 d.stub().Gemm(pb.GemmRequest(a=a, weight_name="w0"), timeout=10)
