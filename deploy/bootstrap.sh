@@ -20,6 +20,7 @@ packages=(
   python3-grpcio         # an independent gRPC client for the integration tests
   python3-protobuf       # messages of the gemmd package (client/python), which the tests use
   python3-numpy          # the tests' independent FP64 reference
+  python3-yaml           # reads the Kubernetes and Prometheus files in their tests
   python3-pytest         # runs the Python package's tests (client/python/tests)
   python3-pip            # installs the PyPI packages below
   openssl                # self-signed certificates for the TLS test
@@ -65,6 +66,21 @@ else
   if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
   $sudo /usr/bin/python3 -m pip install -q --no-deps --break-system-packages --root-user-action=ignore \
     "${pypi_missing[@]}"
+fi
+
+# The Kubernetes API schemas, for //tests:k8s_test (kubernetes-validate), in a directory of
+# their own: they need a newer jsonschema than Debian's.
+k8s_validate=/opt/gemmd-tools/k8s-validate
+k8s_validate_version=1.37.0
+if [ -f "$k8s_validate/.installed-$k8s_validate_version" ]; then
+  echo "bootstrap: kubernetes-validate $k8s_validate_version present"
+else
+  echo "bootstrap: installing kubernetes-validate $k8s_validate_version into $k8s_validate"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  $sudo /usr/bin/python3 -m pip install -q --root-user-action=ignore --target "$k8s_validate" \
+    "kubernetes-validate==$k8s_validate_version"
+  $sudo touch "$k8s_validate/.installed-$k8s_validate_version"
 fi
 
 cuda="${CUDA_PATH:-/usr/local/cuda}"
