@@ -8,6 +8,7 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from ._arrays import NP_DTYPE, like, operand, out_dtype as _out_dtype, to_numpy
+from ._balanced import BalancedTransport, endpoints
 from ._grpc import GrpcTransport
 from ._shm_transport import ShmTransport
 from ._types import HealthStatus, RequestStats, WeightInfo
@@ -82,8 +83,11 @@ class Client:
 
     Args:
         target: ``"host:port"`` (or any grpcio target: ``"dns:///..."``, ``"ipv4:..."``) for
-            gRPC; ``"unix:///run/gemmd/gemmd.sock"`` for the shared-memory transport
-            (gemmd on this host; the peer's uid must be allowed).
+            gRPC; ``"host1:port1,host2:port2"`` for several gemmd (one per GPU or host):
+            GEMMs go to each in turn and on to the next when one answers UNAVAILABLE,
+            weights are registered on all of them (docs/api.md §5);
+            ``"unix:///run/gemmd/gemmd.sock"`` for the shared-memory transport (gemmd on
+            this host; the peer's uid must be allowed).
         control: shared memory only: gemmd's gRPC address, for weights(), stats() and
             health(), which the shared-memory protocol does not carry.
         timeout: default deadline in seconds for every call (None: none).
@@ -113,7 +117,9 @@ class Client:
             ctl = GrpcTransport(control, credentials, options, token) if control else None
             self._t: Any = ShmTransport(path, arena_bytes, ring_entries, ctl)
         else:
-            self._t = GrpcTransport(target, credentials, options, token)
+            targets = endpoints(target)
+            self._t = (GrpcTransport(target, credentials, options, token) if len(targets) == 1
+                       else BalancedTransport(targets, credentials, options, token))
 
     @property
     def transport(self) -> str:

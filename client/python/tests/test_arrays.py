@@ -170,3 +170,15 @@ def test_torch_tensors_are_viewed_not_copied():
     with pytest.raises(gemmd.GemmdError):
         _arrays.out_dtype(torch.int8)
     assert _arrays.out_dtype(torch.float16) == gemmd.DType.FP16
+
+
+def test_balanced_endpoints_parse():
+    from gemmd._balanced import endpoints
+
+    assert endpoints("localhost:50051") == ["localhost:50051"]
+    assert endpoints("a:1,b:2,dns:///c:3") == ["a:1", "b:2", "dns:///c:3"]
+    assert endpoints("ipv4:10.0.0.1:1,10.0.0.2:1") == ["ipv4:10.0.0.1:1,10.0.0.2:1"]  # gRPC's own list
+    for bad in ("a:1,,b:2", "a:1,", "a:1,unix:///run/gemmd/gemmd.sock", ",".join("a:%d" % i for i in range(17))):
+        with pytest.raises(gemmd.GemmdError) as e:
+            endpoints(bad)
+        assert e.value.code == gemmd.StatusCode.INVALID_ARGUMENT
