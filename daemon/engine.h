@@ -25,7 +25,7 @@ typedef struct gemmd_engine_ops_s {
   /* Queues a batch; returns 0, or an error when it cannot (then done never runs). */
   int (*submit)(gemmd_engine_t *e, gemmd_batch_t *batch);
   /* Makes the engine's copy of a weight (device upload); 0 or an error. Runs on a uv pool
-   * thread (registration) or the loop (start-up restore), while batches run: it touches
+   * thread (registration) or the start-up loader's (loader.h), while batches run: it touches
    * only the weight and thread-safe engine state. */
   int (*weight_load)(gemmd_engine_t *e, gemmd_weight_t *w);
   /* Drops the engine's copy; only called when no batch uses the weight. */
@@ -50,6 +50,7 @@ struct gemmd_engine_s {
   const gemmd_engine_ops_t *ops;
   const char *backend;   /* "cpu" or "cuda" */
   char device[128];      /* what it runs on, for logs and gemmd_build_info */
+  char pci_bus_id[32];   /* the GPU's PCI address ("0000:3b:00.0"; "" without a GPU), for NVML */
   char kernel[64];       /* the GEMM implementation, for ServerStats */
   unsigned slots;        /* batches it accepts at once */
   int quantizes_a;       /* takes BF16/FP16/FP32 A as sent and quantizes it itself */

@@ -969,6 +969,10 @@ int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn
   e->base.row_align = ROW_ALIGN;
   e->base.done = done;
   e->base.done_ctx = done_ctx;
+  if (cudaDeviceGetPCIBusId(e->base.pci_bus_id, sizeof e->base.pci_bus_id, o->device) != cudaSuccess) {
+    e->base.pci_bus_id[0] = '\0';
+    cudaGetLastError();
+  }
   snprintf(e->base.device, sizeof e->base.device, "%.64s (sm_%d%d, %d SMs, %zu MiB)", prop.name,
            prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem >> 20);
   snprintf(e->base.kernel, sizeof e->base.kernel, "%s%s",

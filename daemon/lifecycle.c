@@ -14,6 +14,7 @@
 #include "daemon/loader.h"
 #include "daemon/log.h"
 #include "daemon/notify.h"
+#include "daemon/nvml.h"
 #include "daemon/rpc_grpc.h"
 #include "daemon/server.h"
 #include "daemon/shm_server.h"
@@ -221,6 +222,15 @@ int gemmd_run(const gemmd_config_t *cfg) {
     goto fail;
   }
   gemmd_metrics_init(&srv->metrics, GEMMD_VERSION, srv->engine->backend, srv->engine->device);
+  if (srv->engine->pci_bus_id[0] != '\0') {
+    char why[256];
+    srv->nvml = gemmd_nvml_open(NULL, srv->engine->pci_bus_id, why, sizeof why);
+    if (srv->nvml != NULL) {
+      gemmd_log(GEMMD_LOG_INFO, "GPU gauges", "source=NVML pci_bus_id=%s", srv->engine->pci_bus_id);
+    } else {
+      gemmd_log(GEMMD_LOG_WARN, "no GPU gauges", "reason=\"%s\"", why);
+    }
+  }
   gemmd_log(GEMMD_LOG_INFO, "engine ready", "backend=%s device=\"%s\" kernel=\"%s\"",
             srv->engine->backend, srv->engine->device, srv->engine->kernel);
 
@@ -274,6 +284,7 @@ fail:
   uv_run(&srv->loop, UV_RUN_DEFAULT);
 done:
   if (srv->weight_dir_lock >= 0) close(srv->weight_dir_lock);
+  gemmd_nvml_close(srv->nvml);
   gemmd_server_teardown(srv);
   const int code = srv->exit_code;
   gemmd_log(GEMMD_LOG_INFO, "exit", "code=%d", code);

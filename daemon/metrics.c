@@ -55,6 +55,7 @@ void gemmd_metrics_init(gemmd_metrics_t *m, const char *version, const char *bac
   (void)gemmd_histogram_init(&m->batch_requests, gemmd_batch_size_bounds,
                              gemmd_batch_size_bounds_n);
   m->up = 1;
+  m->gpu = (gemmd_gpu_sample_t){NAN, NAN, NAN, NAN, NAN, NAN, NAN};
   snprintf(m->version, sizeof m->version, "%s", version != NULL ? version : "");
   snprintf(m->backend, sizeof m->backend, "%s", backend != NULL ? backend : "");
   snprintf(m->device, sizeof m->device, "%s", device != NULL ? device : "");
@@ -217,6 +218,15 @@ static void counter_u64(buf_t *b, const char *name, const char *help, uint64_t v
 static void gauge_u64(buf_t *b, const char *name, const char *help, uint64_t v) {
   family(b, name, "gauge", help);
   sample_u64(b, name, v);
+}
+
+/* A gauge whose value may be unknown (NaN): then the family has no sample. */
+static void gauge_known(buf_t *b, const char *name, const char *help, double v) {
+  family(b, name, "gauge", help);
+  if (isnan(v)) return;
+  buf_printf(b, "%s ", name);
+  buf_double(b, v);
+  buf_puts(b, "\n");
 }
 
 static void gauge_double(buf_t *b, const char *name, const char *help, double v) {
@@ -428,6 +438,18 @@ int gemmd_metrics_render(const gemmd_metrics_t *m, char **out, size_t *len) {
   gauge_u64(&b, "gemmd_startup_weights_loaded", "Weights loaded at start so far.", m->startup_weights);
   gauge_u64(&b, "gemmd_startup_weight_bytes_loaded", "Bytes of the weights loaded at start so far.",
             m->startup_weight_bytes);
+  /* The GPU as NVML reports it (nvml.h); no samples without a GPU or a driver. */
+  const gemmd_gpu_sample_t *g = &m->gpu;
+  gauge_known(&b, "gemmd_gpu_power_watts", "The GPU's power draw (NVML).", g->power_watts);
+  gauge_known(&b, "gemmd_gpu_power_limit_watts", "The power limit the GPU enforces (NVML).", g->power_limit_watts);
+  gauge_known(&b, "gemmd_gpu_sm_clock_hertz", "The GPU's SM clock (NVML).", g->sm_clock_hz);
+  gauge_known(&b, "gemmd_gpu_utilization_ratio",
+              "Share of the driver's last sample period in which a kernel ran on the GPU (NVML).",
+              g->utilization_ratio);
+  gauge_known(&b, "gemmd_gpu_memory_used_bytes", "GPU memory in use, by every process (NVML).",
+              g->memory_used_bytes);
+  gauge_known(&b, "gemmd_gpu_memory_total_bytes", "The GPU's memory (NVML).", g->memory_total_bytes);
+  gauge_known(&b, "gemmd_gpu_temperature_celsius", "The GPU's temperature (NVML).", g->temperature_celsius);
   gauge_u64(&b, "gemmd_up", "1 while the daemon serves.", (uint64_t)(m->up != 0));
 
   family(&b, "gemmd_build_info", "gauge", "Build and device information; always 1.");

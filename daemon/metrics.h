@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "daemon/histogram.h"
+#include "daemon/nvml.h"
 
 typedef enum { GEMMD_TRANSPORT_GRPC = 0, GEMMD_TRANSPORT_SHM = 1 } gemmd_transport_t;
 #define GEMMD_N_TRANSPORTS 2
@@ -58,6 +59,7 @@ typedef struct gemmd_metrics_s {
   uint64_t queue_depth, inflight, weights, weight_bytes, shm_clients, shm_pinned_bytes, device_memory_used;
   uint64_t weight_budget_bytes, queue_capacity; /* --weight-memory-bytes, --queue-depth */
   int device_failed;                            /* the GPU failed; gemmd is stopping (exit 3) */
+  gemmd_gpu_sample_t gpu;                       /* gemmd_gpu_* (nvml.h); NaN: unknown */
   /* Start-up loading (loader.h): gemmd_startup_*. */
   int startup_loading;
   uint64_t startup_files, startup_files_done, startup_weights, startup_weight_bytes;

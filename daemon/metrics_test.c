@@ -185,6 +185,13 @@ static void check_structure(const char *text) {
       {"gemmd_startup_files_loaded", "gauge"},
       {"gemmd_startup_weights_loaded", "gauge"},
       {"gemmd_startup_weight_bytes_loaded", "gauge"},
+      {"gemmd_gpu_power_watts", "gauge"},
+      {"gemmd_gpu_power_limit_watts", "gauge"},
+      {"gemmd_gpu_sm_clock_hertz", "gauge"},
+      {"gemmd_gpu_utilization_ratio", "gauge"},
+      {"gemmd_gpu_memory_used_bytes", "gauge"},
+      {"gemmd_gpu_memory_total_bytes", "gauge"},
+      {"gemmd_gpu_temperature_celsius", "gauge"},
       {"gemmd_up", "gauge"},
       {"gemmd_build_info", "gauge"},
       {"process_cpu_seconds_total", "counter"},
@@ -255,6 +262,9 @@ static void test_render(void) {
   m.shm_pinned_bytes = 6291456;
   m.weight_budget_bytes = 1ull << 35;
   m.queue_capacity = 4096;
+  m.gpu.power_watts = 512.5;
+  m.gpu.power_limit_watts = 700;
+  m.gpu.sm_clock_hz = 1.98e9;
   m.startup_files = 12;
   m.startup_files_done = 5;
   m.startup_weights = 40;
@@ -352,6 +362,10 @@ static void test_render(void) {
   CHECK_LINE(text, "gemmd_startup_files_loaded 5");
   CHECK_LINE(text, "gemmd_startup_weights_loaded 40");
   CHECK_LINE(text, "gemmd_startup_weight_bytes_loaded 8589934592");
+  CHECK_LINE(text, "gemmd_gpu_power_watts 512.5");
+  CHECK_LINE(text, "gemmd_gpu_power_limit_watts 700");
+  CHECK(strstr(text, "\ngemmd_gpu_temperature_celsius ") == NULL); /* unknown: no sample */
+  CHECK(strstr(text, "# TYPE gemmd_gpu_temperature_celsius gauge") != NULL);
   CHECK_LINE(text, "gemmd_up 1");
   CHECK_LINE(text, "# TYPE gemmd_build_info gauge");
   CHECK_LINE(text, "gemmd_build_info{version=\"1.0\\\"x\",backend=\"cpu\\\\b\","

@@ -89,6 +89,7 @@ struct gemmd_server_s {
   int loading;  /* the start-up loader runs (loader.h) */
   int weight_dir_lock; /* fd holding --weight-dir's lock, or -1 */
   gemmd_loader_t *loader;
+  struct gemmd_nvml_s *nvml; /* the GPU's gauges (nvml.h); NULL without a GPU or driver */
   int draining; /* SIGTERM/SIGINT seen: no new work */
   int stopped;
   int exit_code;

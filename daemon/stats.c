@@ -19,6 +19,7 @@ void gemmd_stats_refresh_gauges(gemmd_server_t *srv) {
   m->weight_budget_bytes = srv->weights.budget;
   m->queue_capacity = (uint64_t)srv->cfg->queue_depth;
   m->device_failed = srv->exit_code == 3;
+  m->gpu = gemmd_nvml_sample(srv->nvml);
   m->up = gemmd_server_serving(srv);
 }
 
