@@ -7,8 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <zlib.h>
 
 #include "kernels/errors.h"
 
@@ -22,12 +25,13 @@ typedef struct {
 
 uint32_t gemmd_crc32(uint32_t crc, const void *data, size_t n) {
   const uint8_t *p = data;
-  crc = ~crc;
-  for (size_t i = 0; i < n; i++) {
-    crc ^= p[i];
-    for (int b = 0; b < 8; b++) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  while (n > 0) { /* zlib takes lengths as uInt */
+    const size_t piece = n < (1u << 30) ? n : (1u << 30);
+    crc = (uint32_t)crc32(crc, p, (uInt)piece);
+    p += piece;
+    n -= piece;
   }
-  return ~crc;
+  return crc;
 }
 
 int gemmd_weight_store_open(const char *dir, char *err, size_t errlen) {
@@ -68,17 +72,37 @@ int gemmd_weight_store_lock(const char *dir, char *err, size_t errlen) {
   return fd;
 }
 
+/* fsync of the directory: what was renamed or unlinked in it stays so after a crash. */
+static void sync_dir(const char *dir) {
+  const int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    fsync(dfd);
+    close(dfd);
+  }
+}
+
+/* Appends n bytes, adding them to *crc, in pieces of WRITE_PIECE, each handed to the disk
+ * as soon as it is written (sync_file_range): writeback runs while the rest is written, and
+ * the final fsync has little left to do (docs/bench/weights_io.md). */
+enum { WRITE_PIECE = 16 << 20 };
+
 static int write_all(int fd, const void *p, size_t n, uint32_t *crc) {
   const char *c = p;
-  *crc = gemmd_crc32(*crc, p, n);
   while (n > 0) {
-    const ssize_t w = write(fd, c, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return -1;
+    const size_t piece = n < WRITE_PIECE ? n : WRITE_PIECE;
+    *crc = gemmd_crc32(*crc, c, piece);
+    const off_t at = lseek(fd, 0, SEEK_CUR);
+    for (size_t done = 0; done < piece;) {
+      const ssize_t w = write(fd, c + done, piece - done);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        return -1;
+      }
+      done += (size_t)w;
     }
-    c += w;
-    n -= (size_t)w;
+    if (piece == WRITE_PIECE && at >= 0) sync_file_range(fd, at, (off_t)piece, SYNC_FILE_RANGE_WRITE);
+    c += piece;
+    n -= piece;
   }
   return 0;
 }
@@ -101,6 +125,10 @@ int gemmd_weight_store_save(const char *dir, const gemmd_weight_t *w, char *err,
   h.name_len = (uint32_t)strlen(w->name);
   h.n_scales = gemmd_scale_count(w->scale_layout, w->n, w->k);
   h.data_bytes = (uint64_t)w->n * w->k;
+  /* The blocks first: writing into a file that grows as it goes cost 4-15x (1 s instead of
+   * 0.07 s for 256 MiB on the build machine's ext4). Where the filesystem cannot, the
+   * writes allocate as before. */
+  (void)posix_fallocate(fd, 0, (off_t)(sizeof kMagic + sizeof h + h.name_len + 4 * h.n_scales + h.data_bytes + 4));
   uint32_t crc = 0;
   int rc = write_all(fd, kMagic, sizeof kMagic, &crc);
   rc = rc ? rc : write_all(fd, &h, sizeof h, &crc);
@@ -118,12 +146,7 @@ int gemmd_weight_store_save(const char *dir, const gemmd_weight_t *w, char *err,
     unlink(tmp);
     return GEMMD_EIO;
   }
-  /* Make the rename itself durable. */
-  const int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    fsync(dfd);
-    close(dfd);
-  }
+  sync_dir(dir); /* the rename itself, durable */
   return GEMMD_OK;
 }
 
@@ -134,81 +157,99 @@ int gemmd_weight_store_delete(const char *dir, uint64_t id, char *err, size_t er
     snprintf(err, errlen, "cannot delete %s: %s", path, strerror(errno));
     return GEMMD_EIO;
   }
+  sync_dir(dir); /* a restart must not bring it back */
   return GEMMD_OK;
 }
 
-static int read_all(FILE *f, void *p, size_t n, uint32_t *crc) {
-  if (n > 0 && fread(p, 1, n, f) != n) return -1;
-  *crc = gemmd_crc32(*crc, p, n);
-  return 0;
+/* A weight file's mapping, which a restored weight's bytes point into. */
+typedef struct {
+  void *addr;
+  size_t len;
+} file_map_t;
+
+static void unmap_file(void *owner) {
+  file_map_t *m = owner;
+  munmap(m->addr, m->len);
+  free(m);
 }
 
 int gemmd_weight_store_read(const char *path, gemmd_weight_t **out, char *err, size_t errlen) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) {
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
     snprintf(err, errlen, "cannot open: %s", strerror(errno));
     return GEMMD_EIO;
   }
   struct stat st;
-  if (fstat(fileno(f), &st) != 0) st.st_size = 0;
-  char magic[8];
+  if (fstat(fd, &st) != 0 || st.st_size < (off_t)(sizeof kMagic + sizeof(file_header_t) + 4)) {
+    close(fd);
+    snprintf(err, errlen, "truncated header");
+    return GEMMD_EIO;
+  }
+  /* Mapped, not read: the checksum runs over the page cache and the weight keeps the
+   * mapping, so restoring costs one pass over the bytes (MAP_POPULATE reads ahead). */
+  const size_t len = (size_t)st.st_size;
+  uint8_t *base = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  close(fd);
+  if (base == MAP_FAILED) {
+    snprintf(err, errlen, "cannot map: %s", strerror(errno));
+    return GEMMD_EIO;
+  }
   file_header_t h;
-  uint32_t crc = 0;
+  memcpy(&h, base + sizeof kMagic, sizeof h);
+  const uint64_t body = sizeof kMagic + sizeof h;
   gemmd_weight_t *w = NULL;
+  file_map_t *map = NULL;
   int rc = GEMMD_EIO;
-  if (read_all(f, magic, sizeof magic, &crc) || memcmp(magic, kMagic, sizeof magic) != 0) {
+  if (memcmp(base, kMagic, sizeof kMagic) != 0) {
     snprintf(err, errlen, "not a gemmd weight file (bad magic)");
     goto out;
   }
-  if (read_all(f, &h, sizeof h, &crc)) {
-    snprintf(err, errlen, "truncated header");
-    goto out;
-  }
   if (!gemmd_dtype_is_fp8((gemmd_dtype_t)h.dtype) || !gemmd_scale_layout_is_valid((int)h.layout) ||
-      h.n == 0 || h.k == 0 || h.name_len == 0 || h.name_len > 255 ||
+      h.n == 0 || h.k == 0 || h.n > (1u << 24) || h.k > (1u << 24) || /* no sum below can wrap */
+      h.name_len == 0 || h.name_len > 255 ||
       h.n_scales != gemmd_scale_count((gemmd_scale_layout_t)h.layout, h.n, h.k) ||
       h.data_bytes != (uint64_t)h.n * h.k || h.id == 0 ||
-      (uint64_t)st.st_size != sizeof magic + sizeof h + h.name_len + 4 * h.n_scales +
-                                  h.data_bytes + 4) {
+      (uint64_t)len != body + h.name_len + 4 * h.n_scales + h.data_bytes + 4) {
     snprintf(err, errlen, "inconsistent header or file size");
     goto out;
   }
-  w = calloc(1, sizeof *w);
-  if (w == NULL) goto nomem;
-  w->name = calloc(h.name_len + 1, 1);
-  w->owned_scales = malloc(sizeof(float) * (h.n_scales + 1));
-  w->owned_data = malloc(h.data_bytes);
-  if (!w->name || !w->owned_scales || !w->owned_data) goto nomem;
-  if (read_all(f, w->name, h.name_len, &crc) ||
-      read_all(f, w->owned_scales, sizeof(float) * h.n_scales, &crc) ||
-      read_all(f, w->owned_data, h.data_bytes, &crc)) {
-    snprintf(err, errlen, "truncated body");
-    goto out;
-  }
-  uint32_t stored = 0, ignored = 0;
-  if (read_all(f, &stored, sizeof stored, &ignored) || stored != crc) {
+  uint32_t stored;
+  memcpy(&stored, base + len - 4, 4);
+  if (gemmd_crc32(0, base, len - 4) != stored) {
     snprintf(err, errlen, "checksum mismatch (file damaged)");
     goto out;
   }
+  w = calloc(1, sizeof *w);
+  map = malloc(sizeof *map);
+  if (w == NULL || map == NULL) goto nomem;
+  w->name = calloc(h.name_len + 1, 1);
+  w->owned_scales = malloc(sizeof(float) * (h.n_scales + 1)); /* aligned: the file's are not */
+  if (!w->name || !w->owned_scales) goto nomem;
+  memcpy(w->name, base + body, h.name_len);
+  memcpy(w->owned_scales, base + body + h.name_len, sizeof(float) * h.n_scales);
+  *map = (file_map_t){base, len};
+  w->owner = map;
+  w->owner_free = unmap_file;
+  map = NULL;
+  base = NULL;
   w->id = h.id;
   w->n = h.n;
   w->k = h.k;
   w->dtype = (gemmd_dtype_t)h.dtype;
   w->scale_layout = (gemmd_scale_layout_t)h.layout;
-  w->data = w->owned_data;
+  w->data = (const uint8_t *)((file_map_t *)w->owner)->addr + body + h.name_len + 4 * h.n_scales;
   w->scales = w->owned_scales;
   w->bytes = h.data_bytes + 4 * h.n_scales;
   w->refs = 1;
   *out = w;
-  w = NULL;
-  rc = GEMMD_OK;
-  goto out;
+  return GEMMD_OK;
 nomem:
   snprintf(err, errlen, "out of memory");
   rc = GEMMD_ENOMEM;
 out:
-  fclose(f);
+  free(map);
   gemmd_weight_free(w);
+  if (base != NULL) munmap(base, len);
   return rc;
 }
 

@@ -36,6 +36,7 @@ int gemmd_weight_store_read(const char *path, gemmd_weight_t **out, char *err, s
  * path; *count of them). 0, GEMMD_EIO when dir cannot be read, GEMMD_ENOMEM. */
 int gemmd_weight_store_list(const char *dir, char ***paths, size_t *count);
 
+/* CRC-32 (IEEE 802.3, zlib's), continued from crc (0 to start). */
 uint32_t gemmd_crc32(uint32_t crc, const void *data, size_t n);
 
 #endif /* GEMMD_DAEMON_WEIGHT_STORE_H_ */

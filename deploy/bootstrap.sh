@@ -15,6 +15,7 @@ packages=(
   protobuf-c-compiler    # protoc-c: C code from .proto, generated in the build
   protobuf-compiler      # protoc
   libuv1-dev             # the daemon's event loop
+  zlib1g-dev             # crc32 for the weight files' checksums
   prometheus             # promtool, to check /metrics in tests
   python3                # Debian's /usr/bin/python3 for the test clients
   python3-grpcio         # an independent gRPC client for the integration tests
