@@ -93,6 +93,11 @@ static void loop_file_done(gemmd_server_t *srv, void *arg) {
   answered(arg);
 }
 
+static void loop_file_skipped(gemmd_server_t *srv, void *arg) {
+  srv->metrics.startup_files_skipped++;
+  answered(arg);
+}
+
 static void loop_finish(gemmd_server_t *srv, void *arg) {
   gemmd_loader_t *l = arg;
   pthread_join(l->thread, NULL);
@@ -184,6 +189,7 @@ static void restore_dir(gemmd_loader_t *l, char **paths, size_t n) {
     } else {
       gemmd_log(GEMMD_LOG_ERROR, "weight file skipped", "path=\"%s\" reason=\"%s\"", paths[i], err);
       skipped++;
+      on_loop(l, loop_file_skipped);
     }
     on_loop(l, loop_file_done);
   }

@@ -435,6 +435,9 @@ int gemmd_metrics_render(const gemmd_metrics_t *m, char **out, size_t *len) {
   gauge_u64(&b, "gemmd_startup_files", "Weight files to load at start (--weight-dir and --preload).",
             m->startup_files);
   gauge_u64(&b, "gemmd_startup_files_loaded", "Of them, the files read so far.", m->startup_files_done);
+  gauge_u64(&b, "gemmd_startup_files_skipped",
+            "Weight files skipped at start: damaged, truncated or inconsistent (see the log).",
+            m->startup_files_skipped);
   gauge_u64(&b, "gemmd_startup_weights_loaded", "Weights loaded at start so far.", m->startup_weights);
   gauge_u64(&b, "gemmd_startup_weight_bytes_loaded", "Bytes of the weights loaded at start so far.",
             m->startup_weight_bytes);

@@ -62,7 +62,7 @@ typedef struct gemmd_metrics_s {
   gemmd_gpu_sample_t gpu;                       /* gemmd_gpu_* (nvml.h); NaN: unknown */
   /* Start-up loading (loader.h): gemmd_startup_*. */
   int startup_loading;
-  uint64_t startup_files, startup_files_done, startup_weights, startup_weight_bytes;
+  uint64_t startup_files, startup_files_done, startup_files_skipped, startup_weights, startup_weight_bytes;
   int up;
   /* gemmd_build_info labels. */
   char version[32];

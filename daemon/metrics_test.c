@@ -183,6 +183,7 @@ static void check_structure(const char *text) {
       {"gemmd_startup_loading", "gauge"},
       {"gemmd_startup_files", "gauge"},
       {"gemmd_startup_files_loaded", "gauge"},
+      {"gemmd_startup_files_skipped", "gauge"},
       {"gemmd_startup_weights_loaded", "gauge"},
       {"gemmd_startup_weight_bytes_loaded", "gauge"},
       {"gemmd_gpu_power_watts", "gauge"},
