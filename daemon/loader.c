@@ -157,6 +157,7 @@ static void take(void *ctx, gemmd_weight_t *w) {
     }
   }
   if (srv->cfg->test_load_delay_ms > 0) usleep((useconds_t)srv->cfg->test_load_delay_ms * 1000);
+  w->source = f->preload ? "preloaded" : "restored";
   l->w = w;
   on_loop(l, loop_reserve);
   if (l->code != 0) {

@@ -18,15 +18,22 @@
 #include "kernels/errors.h"
 
 
+/* A weight as WeightInfo describes it (the strings stay the weight's). */
+static void fill_info(Gemmd__V1__WeightInfo *info, const gemmd_weight_t *w) {
+  gemmd__v1__weight_info__init(info);
+  info->weight_id = w->id;
+  info->name = w->name;
+  info->n = w->n;
+  info->k = w->k;
+  info->dtype = (Gemmd__V1__DType)w->dtype;
+  info->scale_layout = (Gemmd__V1__ScaleLayout)w->scale_layout;
+  info->bytes = w->bytes;
+  info->source = (char *)(w->source != NULL ? w->source : "registered");
+}
+
 static uint8_t *pack_info(const gemmd_weight_t *w, size_t *len) {
-  Gemmd__V1__WeightInfo info = GEMMD__V1__WEIGHT_INFO__INIT;
-  info.weight_id = w->id;
-  info.name = w->name;
-  info.n = w->n;
-  info.k = w->k;
-  info.dtype = (Gemmd__V1__DType)w->dtype;
-  info.scale_layout = (Gemmd__V1__ScaleLayout)w->scale_layout;
-  info.bytes = w->bytes;
+  Gemmd__V1__WeightInfo info;
+  fill_info(&info, w);
   *len = gemmd__v1__weight_info__get_packed_size(&info);
   uint8_t *buf = malloc(*len + 1);
   if (buf) gemmd__v1__weight_info__pack(&info, buf);
@@ -328,14 +335,7 @@ typedef struct {
 static void list_one(void *ctx, gemmd_weight_t *w) {
   list_ctx_t *l = ctx;
   Gemmd__V1__WeightInfo *info = &l->infos[l->n];
-  gemmd__v1__weight_info__init(info);
-  info->weight_id = w->id;
-  info->name = w->name;
-  info->n = w->n;
-  info->k = w->k;
-  info->dtype = (Gemmd__V1__DType)w->dtype;
-  info->scale_layout = (Gemmd__V1__ScaleLayout)w->scale_layout;
-  info->bytes = w->bytes;
+  fill_info(info, w);
   l->ptrs[l->n] = info;
   l->n++;
 }

@@ -102,6 +102,10 @@ static void fill(gemmd_server_t *srv, stats_t *s) {
   st->weight_budget_bytes = srv->weights.budget;
   st->device_memory_used_bytes = m->device_memory_used;
   st->device_memory_total_bytes = 0;
+  st->loading = srv->loading;
+  st->startup_files = m->startup_files;
+  st->startup_files_loaded = m->startup_files_done;
+  st->startup_weights_loaded = m->startup_weights;
 }
 
 uint8_t *gemmd_stats_pack(gemmd_server_t *srv, size_t *len) {

@@ -24,6 +24,7 @@ struct gemmd_weight_s {
   const uint8_t *data;               /* n×k bytes */
   const float *scales;               /* gemmd_scale_count(layout, n, k) floats */
   uint64_t bytes;                    /* data + scales, what the budget counts */
+  const char *source;                /* "restored", "preloaded" (static); NULL: registered */
 
   /* Storage: freed with the weight. */
   uint8_t *owned_data;

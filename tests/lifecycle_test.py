@@ -110,6 +110,9 @@ class WeightDir(unittest.TestCase):
             again = {w.name: w for w in stub.ListWeights(pb.ListWeightsRequest()).weights}
             self.assertEqual(set(again), set(before))
             for name in before:
+                self.assertEqual(listed[name].source, "registered")
+                self.assertEqual(again[name].source, "restored")
+                again[name].source = listed[name].source
                 self.assertEqual(again[name], listed[name])  # same id, shape, dtype, bytes
                 k = again[name].k
                 r = stub.Gemm(pb.GemmRequest(a=a_by_k[k], weight_id=again[name].weight_id,

@@ -3,7 +3,8 @@
 - While --preload weights load (slowed with --test-load-delay-ms), gemmd already answers:
   /healthz 200, /readyz 503 "loading", grpc.health.v1 NOT_SERVING (but its "liveness"
   service SERVING), a GEMM UNAVAILABLE
-  saying it is loading, gemmd_startup_* showing progress; then it serves, and systemd's
+  saying it is loading, gemmd_startup_* and GetStats showing progress; then it serves
+  (gemmctl info shows what was loaded, weights ls each weight's source), and systemd's
   NOTIFY_SOCKET gets READY=1 only then (and STOPPING=1 at SIGTERM).
 - SIGTERM while loading stops it at once, exit 0.
 - --preload takes a directory of shards and a safetensors index (every shard it names),
@@ -14,6 +15,7 @@
 import json
 import os
 import socket
+import subprocess
 import time
 import unittest
 
@@ -82,6 +84,8 @@ class Loading(unittest.TestCase):
             self.assertIn("loading its weights", e.exception.details())
             m = metrics(d)
             self.assertEqual((m["gemmd_startup_loading"], m["gemmd_startup_files"]), (1, 1))
+            st = d.stub().GetStats(pb.GetStatsRequest(), timeout=10)
+            self.assertEqual((st.ready, st.loading, st.startup_files), (False, True, 1))
             self.assertLess(m["gemmd_startup_weights_loaded"], 4)
             with self.assertRaises(socket.timeout):
                 notify.recv(4096)  # not ready yet: nothing said
@@ -95,6 +99,17 @@ class Loading(unittest.TestCase):
             self.assertEqual((m["gemmd_startup_loading"], m["gemmd_startup_files_loaded"],
                               m["gemmd_startup_weights_loaded"], m["gemmd_startup_weight_bytes_loaded"]),
                              (0, 1, 4, 4 * 16 * K))
+            st = d.stub().GetStats(pb.GetStatsRequest(), timeout=10)
+            self.assertEqual((st.ready, st.loading, st.startup_files_loaded, st.startup_weights_loaded),
+                             (True, False, 1, 4))
+            self.assertEqual({w.source for w in d.stub().ListWeights(pb.ListWeightsRequest()).weights},
+                             {"preloaded"})
+            ctl = H.repo_path("client/gemmctl/gemmctl")
+            info = subprocess.run([ctl, "--addr", d.address, "info"], capture_output=True, text=True, timeout=30)
+            self.assertIn("startup      loaded: 1 of 1 weight files, 4 weights", info.stdout)
+            listing = subprocess.run([ctl, "--addr", d.address, "weights", "ls"], capture_output=True, text=True,
+                                     timeout=30).stdout
+            self.assertEqual(listing.count(" preloaded"), 4, listing)
             notify.settimeout(5)
             said = notify.recv(4096).decode()
             self.assertIn("READY=1", said)

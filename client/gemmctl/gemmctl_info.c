@@ -39,7 +39,11 @@ int ctl_cmd_info(const ctl_global_t *g, int argc, char **argv) {
   char up[64], wb[32], budget[32];
   printf("address      %s (%s)\n", g->addr, transport);
   printf("health       %s%s\n", serving ? "SERVING" : "NOT_SERVING",
-         s.draining ? " (draining)" : "");
+         s.draining ? " (draining)" : s.loading ? " (loading its weights)" : "");
+  if (s.loading || s.startup_files > 0) {
+    printf("startup      %s: %" PRIu64 " of %" PRIu64 " weight files, %" PRIu64 " weights\n",
+           s.loading ? "loading" : "loaded", s.startup_files_loaded, s.startup_files, s.startup_weights_loaded);
+  }
   printf("version      %s\n", s.version);
   printf("backend      %s\n", s.backend);
   printf("device       %s\n", s.device);

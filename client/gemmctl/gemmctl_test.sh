@@ -96,7 +96,7 @@ expect_out "^uptime +1h 02m 03s"
 expect 0 "" stats
 expect_out "version fake, backend cpu"
 expect 0 "" stats --json
-expect_out '^\{"version":"fake","backend":"cpu",.*"device_memory_total_bytes":0\}$'
+expect_out '^\{"version":"fake","backend":"cpu",.*"device_memory_total_bytes":0,"loading":false,"startup_files":0,"startup_files_loaded":0,"startup_weights_loaded":0\}$'
 
 # A 256×300 E4M3 weight with 2×3 block scales.
 head -c $((256 * 300)) /dev/urandom | tr '\177\377' '\001\002' >"$TEST_TMPDIR/w.bin"
@@ -111,7 +111,7 @@ expect 1 "^gemmctl: INVALID_ARGUMENT: .*s.bin: 24 bytes; the scale layout needs 
 expect 0 "" weights ls
 expect_out "^1 +w1 "
 expect 0 "" weights ls --json
-expect_out '^\[\{"weight_id":1,"name":"w1","n":256,"k":300,"dtype":"DTYPE_FP8_E4M3","scale_layout":"SCALE_LAYOUT_BLOCK_128X128","bytes":76800\}\]$'
+expect_out '^\[\{"weight_id":1,"name":"w1","n":256,"k":300,"dtype":"DTYPE_FP8_E4M3","scale_layout":"SCALE_LAYOUT_BLOCK_128X128","bytes":76800,"source":"registered"\}\]$'
 
 expect 0 "" gemm --m 3 --k 300 --weight w1
 expect_out "^d +3x256 DTYPE_BF16 \(1536 bytes\)"

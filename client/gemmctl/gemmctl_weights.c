@@ -28,9 +28,9 @@ static const char kUsage[] =
 
 static void print_info_line(const gemmd_weight_info_t *w) {
   char size[32];
-  printf("%-6" PRIu64 " %-32s %7u %7u  %-5s %-8s %s\n", w->weight_id, w->name, w->n, w->k,
+  printf("%-6" PRIu64 " %-32s %7u %7u  %-5s %-8s %-10s %s\n", w->weight_id, w->name, w->n, w->k,
          ctl_dtype_short(w->dtype), ctl_layout_short(w->scale_layout),
-         ctl_format_bytes(w->bytes, size, sizeof size));
+         ctl_format_bytes(w->bytes, size, sizeof size), w->source);
 }
 
 static int add_usage_error(const char *what) {
@@ -153,6 +153,8 @@ static int print_json(const gemmd_weight_info_t *w, size_t n) {
     gemmd_json_string(&j, gemmd_scale_layout_name(w[i].scale_layout));
     gemmd_json_key(&j, "bytes");
     gemmd_json_u64(&j, w[i].bytes);
+    gemmd_json_key(&j, "source");
+    gemmd_json_string(&j, w[i].source);
     gemmd_json_end_object(&j);
   }
   gemmd_json_end_array(&j);
@@ -181,7 +183,8 @@ static int cmd_ls(const ctl_global_t *g, int argc, char **argv) {
   if (json != NULL) {
     exit_code = print_json(w, n);
   } else {
-    printf("%-6s %-32s %7s %7s  %-5s %-8s %s\n", "id", "name", "n", "k", "dtype", "layout", "size");
+    printf("%-6s %-32s %7s %7s  %-5s %-8s %-10s %s\n", "id", "name", "n", "k", "dtype", "layout", "size",
+           "source");
     for (size_t i = 0; i < n; i++) print_info_line(&w[i]);
     exit_code = CTL_EXIT_OK;
   }

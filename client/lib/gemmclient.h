@@ -164,6 +164,7 @@ typedef struct gemmd_weight_info_s {
   gemmd_dtype_t dtype;
   gemmd_scale_layout_t scale_layout;
   uint64_t bytes;
+  char source[16]; /* "registered", "restored" (from --weight-dir) or "preloaded" */
 } gemmd_weight_info_t;
 
 /* Registers a weight (N×K) under `name`, streamed in chunks. BF16/FP32 weights are
@@ -218,6 +219,8 @@ typedef struct gemmd_server_stats_s {
   uint32_t queue_depth, inflight_requests, shm_clients, weights;
   uint64_t weight_bytes, weight_budget_bytes;
   uint64_t device_memory_used_bytes, device_memory_total_bytes;
+  int loading; /* start-up weights still loading: */
+  uint64_t startup_files, startup_files_loaded, startup_weights_loaded;
 } gemmd_server_stats_t;
 
 int gemmd_client_get_stats(gemmd_client_t *c, gemmd_server_stats_t *stats, gemmd_status_t *status);

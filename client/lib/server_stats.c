@@ -67,6 +67,10 @@ static void copy_counters(const Gemmd__V1__ServerStats *pb, gemmd_server_stats_t
   out->weight_budget_bytes = pb->weight_budget_bytes;
   out->device_memory_used_bytes = pb->device_memory_used_bytes;
   out->device_memory_total_bytes = pb->device_memory_total_bytes;
+  out->loading = pb->loading != 0;
+  out->startup_files = pb->startup_files;
+  out->startup_files_loaded = pb->startup_files_loaded;
+  out->startup_weights_loaded = pb->startup_weights_loaded;
 }
 
 int gemmd_server_stats_from_pb(const Gemmd__V1__ServerStats *pb, gemmd_server_stats_t *out,
@@ -178,6 +182,10 @@ static void now(gemmd_json_writer_t *j, const gemmd_server_stats_t *s) {
   key_u64(j, "weight_budget_bytes", s->weight_budget_bytes);
   key_u64(j, "device_memory_used_bytes", s->device_memory_used_bytes);
   key_u64(j, "device_memory_total_bytes", s->device_memory_total_bytes);
+  key_bool(j, "loading", s->loading);
+  key_u64(j, "startup_files", s->startup_files);
+  key_u64(j, "startup_files_loaded", s->startup_files_loaded);
+  key_u64(j, "startup_weights_loaded", s->startup_weights_loaded);
 }
 
 int gemmd_server_stats_json(const gemmd_server_stats_t *s, char **json) {

@@ -92,7 +92,8 @@ static void check_full(void) {
               "\"mean_batch_requests\":4.012,\"queue_depth\":2,\"inflight_requests\":5,"
               "\"shm_clients\":1,\"weights\":3,\"weight_bytes\":50331648,"
               "\"weight_budget_bytes\":68719476736,\"device_memory_used_bytes\":1,"
-              "\"device_memory_total_bytes\":150754820096}");
+              "\"device_memory_total_bytes\":150754820096,\"loading\":false,\"startup_files\":0,"
+              "\"startup_files_loaded\":0,\"startup_weights_loaded\":0}");
   free(json);
 }
 

@@ -745,6 +745,7 @@ int gemmd_shm_register_weight(gemmd_shm_client_t *s, const char *name, const gem
     const int fp8 = gemmd_dtype_is_fp8(w->dtype);
     info->dtype = fp8 ? w->dtype : GEMMD_DTYPE_FP8_E4M3;
     info->scale_layout = fp8 ? w->scale_layout : GEMMD_SCALE_BLOCK_128X128;
+    snprintf(info->source, sizeof info->source, "registered");
     info->bytes = (uint64_t)w->rows * w->cols +
                   4 * gemmd_scale_count(info->scale_layout, w->rows, w->cols);
     gemmd_status_clear(status);

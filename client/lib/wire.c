@@ -212,4 +212,5 @@ void gemmd_wire_weight_info(const Gemmd__V1__WeightInfo *w, gemmd_weight_info_t 
   out->dtype = (gemmd_dtype_t)w->dtype;
   out->scale_layout = (gemmd_scale_layout_t)w->scale_layout;
   out->bytes = w->bytes;
+  if (w->source != NULL) snprintf(out->source, sizeof out->source, "%s", w->source);
 }

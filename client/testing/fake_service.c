@@ -279,6 +279,7 @@ static void register_weight(fake_service_t *s, const grpc_slice *msgs, size_t n,
     info.dtype = (Gemmd__V1__DType)w.op.dtype;
     info.scale_layout = (Gemmd__V1__ScaleLayout)w.op.scale_layout;
     info.bytes = (uint64_t)w.op.rows * w.op.cols * gemmd_dtype_size(w.op.dtype);
+    info.source = (char *)"registered";
     reply(r, &info.base);
   }
   pthread_mutex_unlock(&s->mu);
@@ -320,6 +321,7 @@ static void list_weights(fake_service_t *s, fake_reply_t *r) {
     infos[i].dtype = (Gemmd__V1__DType)w->op.dtype;
     infos[i].scale_layout = (Gemmd__V1__ScaleLayout)w->op.scale_layout;
     infos[i].bytes = (uint64_t)w->op.rows * w->op.cols * gemmd_dtype_size(w->op.dtype);
+    infos[i].source = (char *)"registered";
     ptrs[i] = &infos[i];
   }
   resp.n_weights = s->n_weights;

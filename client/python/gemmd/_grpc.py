@@ -63,7 +63,8 @@ def matrix(op: Operand, with_data: bool = True) -> Any:
 
 
 def weight_info(w: Any) -> WeightInfo:
-    return WeightInfo(w.weight_id, w.name, w.n, w.k, DType(w.dtype), ScaleLayout(w.scale_layout), w.bytes)
+    return WeightInfo(w.weight_id, w.name, w.n, w.k, DType(w.dtype), ScaleLayout(w.scale_layout), w.bytes,
+                      w.source)
 
 
 def request_stats(s: Any) -> RequestStats:

@@ -205,7 +205,7 @@ class ShmTransport:
             if c.status:
                 raise c.error()
             info = WeightInfo(c.result, name, op.rows, op.cols, dtype, layout,
-                              op.rows * op.cols + 4 * layout.count(op.rows, op.cols))
+                              op.rows * op.cols + 4 * layout.count(op.rows, op.cols), "registered")
             with self._lock:
                 self._names[name] = (info.weight_id, info.n, info.k)
                 self._ids[info.weight_id] = (info.n, info.k)

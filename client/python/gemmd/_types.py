@@ -98,6 +98,9 @@ class WeightInfo:
     dtype: DType
     scale_layout: ScaleLayout
     bytes: int
+    #: "registered", "restored" (from gemmd's --weight-dir) or "preloaded" ("" when not
+    #: known: over shared memory without ``control``, weight() knows only id, N and K)
+    source: str = ""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -130,7 +130,7 @@ class RequestStats(_message.Message):
     def __init__(self, queue_ns: _Optional[int] = ..., compute_ns: _Optional[int] = ..., total_ns: _Optional[int] = ..., batch_requests: _Optional[int] = ..., batch_groups: _Optional[int] = ..., batch_id: _Optional[int] = ...) -> None: ...
 
 class ServerStats(_message.Message):
-    __slots__ = ["backend", "batch_latency", "batches_total", "device", "device_memory_total_bytes", "device_memory_used_bytes", "draining", "flops_total", "gemm_kernel", "graph_captures_total", "graph_replays_total", "inflight_requests", "input_bytes_total", "mean_batch_requests", "output_bytes_total", "queue_depth", "queue_latency", "ready", "request_latency", "requests_by_code", "requests_failed", "requests_total", "shm_clients", "uptime_ns", "version", "weight_budget_bytes", "weight_bytes", "weights"]
+    __slots__ = ["backend", "batch_latency", "batches_total", "device", "device_memory_total_bytes", "device_memory_used_bytes", "draining", "flops_total", "gemm_kernel", "graph_captures_total", "graph_replays_total", "inflight_requests", "input_bytes_total", "loading", "mean_batch_requests", "output_bytes_total", "queue_depth", "queue_latency", "ready", "request_latency", "requests_by_code", "requests_failed", "requests_total", "shm_clients", "startup_files", "startup_files_loaded", "startup_weights_loaded", "uptime_ns", "version", "weight_budget_bytes", "weight_bytes", "weights"]
     BACKEND_FIELD_NUMBER: _ClassVar[int]
     BATCHES_TOTAL_FIELD_NUMBER: _ClassVar[int]
     BATCH_LATENCY_FIELD_NUMBER: _ClassVar[int]
@@ -144,6 +144,7 @@ class ServerStats(_message.Message):
     GRAPH_REPLAYS_TOTAL_FIELD_NUMBER: _ClassVar[int]
     INFLIGHT_REQUESTS_FIELD_NUMBER: _ClassVar[int]
     INPUT_BYTES_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    LOADING_FIELD_NUMBER: _ClassVar[int]
     MEAN_BATCH_REQUESTS_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_BYTES_TOTAL_FIELD_NUMBER: _ClassVar[int]
     QUEUE_DEPTH_FIELD_NUMBER: _ClassVar[int]
@@ -154,6 +155,9 @@ class ServerStats(_message.Message):
     REQUESTS_TOTAL_FIELD_NUMBER: _ClassVar[int]
     REQUEST_LATENCY_FIELD_NUMBER: _ClassVar[int]
     SHM_CLIENTS_FIELD_NUMBER: _ClassVar[int]
+    STARTUP_FILES_FIELD_NUMBER: _ClassVar[int]
+    STARTUP_FILES_LOADED_FIELD_NUMBER: _ClassVar[int]
+    STARTUP_WEIGHTS_LOADED_FIELD_NUMBER: _ClassVar[int]
     UPTIME_NS_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     WEIGHTS_FIELD_NUMBER: _ClassVar[int]
@@ -172,6 +176,7 @@ class ServerStats(_message.Message):
     graph_replays_total: int
     inflight_requests: int
     input_bytes_total: int
+    loading: bool
     mean_batch_requests: float
     output_bytes_total: int
     queue_depth: int
@@ -182,12 +187,15 @@ class ServerStats(_message.Message):
     requests_failed: int
     requests_total: int
     shm_clients: int
+    startup_files: int
+    startup_files_loaded: int
+    startup_weights_loaded: int
     uptime_ns: int
     version: str
     weight_budget_bytes: int
     weight_bytes: int
     weights: int
-    def __init__(self, version: _Optional[str] = ..., backend: _Optional[str] = ..., device: _Optional[str] = ..., gemm_kernel: _Optional[str] = ..., uptime_ns: _Optional[int] = ..., ready: bool = ..., draining: bool = ..., requests_total: _Optional[int] = ..., requests_failed: _Optional[int] = ..., batches_total: _Optional[int] = ..., flops_total: _Optional[float] = ..., input_bytes_total: _Optional[int] = ..., output_bytes_total: _Optional[int] = ..., graph_replays_total: _Optional[int] = ..., graph_captures_total: _Optional[int] = ..., requests_by_code: _Optional[_Iterable[_Union[CodeCount, _Mapping]]] = ..., request_latency: _Optional[_Union[LatencySummary, _Mapping]] = ..., queue_latency: _Optional[_Union[LatencySummary, _Mapping]] = ..., batch_latency: _Optional[_Union[LatencySummary, _Mapping]] = ..., mean_batch_requests: _Optional[float] = ..., queue_depth: _Optional[int] = ..., inflight_requests: _Optional[int] = ..., shm_clients: _Optional[int] = ..., weights: _Optional[int] = ..., weight_bytes: _Optional[int] = ..., weight_budget_bytes: _Optional[int] = ..., device_memory_used_bytes: _Optional[int] = ..., device_memory_total_bytes: _Optional[int] = ...) -> None: ...
+    def __init__(self, version: _Optional[str] = ..., backend: _Optional[str] = ..., device: _Optional[str] = ..., gemm_kernel: _Optional[str] = ..., uptime_ns: _Optional[int] = ..., ready: bool = ..., draining: bool = ..., requests_total: _Optional[int] = ..., requests_failed: _Optional[int] = ..., batches_total: _Optional[int] = ..., flops_total: _Optional[float] = ..., input_bytes_total: _Optional[int] = ..., output_bytes_total: _Optional[int] = ..., graph_replays_total: _Optional[int] = ..., graph_captures_total: _Optional[int] = ..., requests_by_code: _Optional[_Iterable[_Union[CodeCount, _Mapping]]] = ..., request_latency: _Optional[_Union[LatencySummary, _Mapping]] = ..., queue_latency: _Optional[_Union[LatencySummary, _Mapping]] = ..., batch_latency: _Optional[_Union[LatencySummary, _Mapping]] = ..., mean_batch_requests: _Optional[float] = ..., queue_depth: _Optional[int] = ..., inflight_requests: _Optional[int] = ..., shm_clients: _Optional[int] = ..., weights: _Optional[int] = ..., weight_bytes: _Optional[int] = ..., weight_budget_bytes: _Optional[int] = ..., device_memory_used_bytes: _Optional[int] = ..., device_memory_total_bytes: _Optional[int] = ..., loading: bool = ..., startup_files: _Optional[int] = ..., startup_files_loaded: _Optional[int] = ..., startup_weights_loaded: _Optional[int] = ...) -> None: ...
 
 class UnregisterWeightRequest(_message.Message):
     __slots__ = ["name", "weight_id"]
@@ -202,13 +210,14 @@ class UnregisterWeightResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class WeightInfo(_message.Message):
-    __slots__ = ["bytes", "dtype", "k", "n", "name", "scale_layout", "weight_id"]
+    __slots__ = ["bytes", "dtype", "k", "n", "name", "scale_layout", "source", "weight_id"]
     BYTES_FIELD_NUMBER: _ClassVar[int]
     DTYPE_FIELD_NUMBER: _ClassVar[int]
     K_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     N_FIELD_NUMBER: _ClassVar[int]
     SCALE_LAYOUT_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
     WEIGHT_ID_FIELD_NUMBER: _ClassVar[int]
     bytes: int
     dtype: DType
@@ -216,8 +225,9 @@ class WeightInfo(_message.Message):
     n: int
     name: str
     scale_layout: ScaleLayout
+    source: str
     weight_id: int
-    def __init__(self, weight_id: _Optional[int] = ..., name: _Optional[str] = ..., n: _Optional[int] = ..., k: _Optional[int] = ..., dtype: _Optional[_Union[DType, str]] = ..., scale_layout: _Optional[_Union[ScaleLayout, str]] = ..., bytes: _Optional[int] = ...) -> None: ...
+    def __init__(self, weight_id: _Optional[int] = ..., name: _Optional[str] = ..., n: _Optional[int] = ..., k: _Optional[int] = ..., dtype: _Optional[_Union[DType, str]] = ..., scale_layout: _Optional[_Union[ScaleLayout, str]] = ..., bytes: _Optional[int] = ..., source: _Optional[str] = ...) -> None: ...
 
 class DType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
