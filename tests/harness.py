@@ -21,6 +21,18 @@ import numpy as np
 # ---- Locating files under Bazel (runfiles) or in a checkout ---------------------------------
 
 
+def _tsan_suppressions():
+    """Under bazel test --config=tsan: the system libraries' suppressions for every process
+    a test starts (gemmd, gemmctl, clients), through the environment they inherit."""
+    if os.environ.get("GEMMD_TSAN") and "suppressions=" not in os.environ.get("TSAN_OPTIONS", ""):
+        supp = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))),
+                            "tools", "sanitizers", "tsan.supp")
+        os.environ["TSAN_OPTIONS"] = os.environ.get("TSAN_OPTIONS", "") + ":suppressions=" + supp
+
+
+_tsan_suppressions()
+
+
 def repo_path(rel):
     """Path of a repository file or built target, under `bazel test` or from the tree.
     $GEMMD_BIN_DIR, when set, holds the binaries (gemmd, gemmctl): the GPU bundle."""
@@ -87,10 +99,6 @@ class Gemmd:
         cmd += list(args)
         full_env = dict(os.environ)
         full_env.update(env or {})
-        if full_env.get("GEMMD_TSAN"):  # bazel test --config=tsan: the system libraries' suppressions
-            supp = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))),
-                                "tools", "sanitizers", "tsan.supp")
-            full_env["TSAN_OPTIONS"] = full_env.get("TSAN_OPTIONS", "") + ":suppressions=" + supp
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=full_env,
                                      preexec_fn=preexec_fn)
         self.grpc_port = self.metrics_port = None

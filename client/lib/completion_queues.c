@@ -54,6 +54,11 @@ static void *loop_main(void *arg) {
         grpc_completion_queue_next(l->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
     if (ev.type == GRPC_QUEUE_SHUTDOWN) break;
     if (ev.type != GRPC_OP_COMPLETE) continue;
+    /* The tag was filled in before its batch started, by a thread that then counted the
+     * call in under mu (gemmd_async_loop_begin). gRPC's queue orders that before this
+     * event; taking mu here orders it for tools that see only our own locks (TSan). */
+    pthread_mutex_lock(&l->mu);
+    pthread_mutex_unlock(&l->mu);
     gemmd_async_tag_t *tag = ev.tag;
     tag->complete(tag, ev.success);
     gemmd_async_loop_end(l);

@@ -147,9 +147,12 @@ static void start_recv(gemmd_gemm_stream_t *s, int first) {
 
 static void send_complete(gemmd_async_tag_t *tag, int ok) {
   gemmd_gemm_stream_t *s = STREAM_OF(tag, send_tag);
-  const int was_message = s->send_buf != NULL;
-  if (was_message) grpc_byte_buffer_destroy(s->send_buf);
+  pthread_mutex_lock(&s->mu); /* send_buf was set by the sender, under mu */
+  grpc_byte_buffer *sent = s->send_buf;
   s->send_buf = NULL;
+  pthread_mutex_unlock(&s->mu);
+  const int was_message = sent != NULL;
+  if (was_message) grpc_byte_buffer_destroy(sent);
   pthread_mutex_lock(&s->mu);
   int lost = 0;
   if (!ok) {
@@ -216,17 +219,23 @@ static int start_send(gemmd_gemm_stream_t *s, uint8_t *buf, size_t len) {
   grpc_op op;
   memset(&op, 0, sizeof op);
   if (buf != NULL) {
-    s->send_buf = gemmd_rpc_buffer_from(buf, len);
+    grpc_byte_buffer *bb = gemmd_rpc_buffer_from(buf, len);
+    pthread_mutex_lock(&s->mu); /* send_complete, on the loop's thread, takes it back */
+    s->send_buf = bb;
+    pthread_mutex_unlock(&s->mu);
     op.op = GRPC_OP_SEND_MESSAGE;
-    op.data.send_message.send_message = s->send_buf;
+    op.data.send_message.send_message = bb;
   } else {
     op.op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
   }
   gemmd_async_loop_begin(&s->c->async);
   if (grpc_call_start_batch(s->call, &op, 1, &s->send_tag, NULL) == GRPC_CALL_OK) return 0;
   gemmd_async_loop_end(&s->c->async);
-  if (s->send_buf != NULL) grpc_byte_buffer_destroy(s->send_buf);
+  pthread_mutex_lock(&s->mu);
+  grpc_byte_buffer *unsent = s->send_buf;
   s->send_buf = NULL;
+  pthread_mutex_unlock(&s->mu);
+  if (unsent != NULL) grpc_byte_buffer_destroy(unsent);
   return -1;
 }
 

@@ -211,6 +211,9 @@ static int drain_cq(gemmd_shm_client_t *s) {
     const uint64_t idx = cqe.request_id;
     if (idx >= s->entries) continue; /* not ours: ignore */
     slot_t *sl = &s->slots[idx];
+    /* Only a request in flight takes a completion. Its state was stored when it was sent,
+     * after the slot's previous user let it go: reading it orders this write after them. */
+    if (atomic_load(&sl->state) != SLOT_PENDING) continue;
     sl->cqe = cqe;
     if (sl->abandoned) {
       pthread_mutex_lock(&s->mu);
@@ -353,8 +356,11 @@ static uint32_t take_slot(gemmd_shm_client_t *s) {
   return s->free_slots[--s->n_free];
 }
 
-/* Publishes one entry. Caller holds mu (one producer at a time). */
+/* Publishes one entry (its request_id is its slot). Caller holds mu (one producer at a
+ * time). The slot is marked pending again here, once every field of it is set: the thread
+ * that takes its completion (drain_cq) reads that mark first, so it sees the fields. */
 static void submit_locked(gemmd_shm_client_t *s, const gemmd_shm_sqe_t *e) {
+  if (e->request_id < s->entries) atomic_store(&s->slots[e->request_id].state, SLOT_PENDING);
   const uint32_t tail = load_acquire(&s->hdr->sq_tail);
   memcpy(gemmd_shm_sq_slot(s->arena, s->hdr, tail), e, sizeof *e);
   store_release(&s->hdr->sq_tail, tail + 1);
