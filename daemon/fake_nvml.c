@@ -1,28 +1,12 @@
 /* A stand-in for libnvidia-ml.so.1 (tests only, nvml_test): one GPU at PCI address
  * 0000:3B:00.0 with fixed readings: 512.5 W of a 700 W limit, SM clock 1980 MHz, 87%
- * busy, 30 of 141 GiB used, 61 C. */
+ * busy, 30 of 141 GiB used, and no temperature (NOT_SUPPORTED). */
 #include <string.h>
 
-typedef void *nvml_device_t;
-typedef struct {
-  unsigned int gpu, memory;
-} nvml_utilization_t;
-typedef struct {
-  unsigned long long total, free, used;
-} nvml_memory_t;
+#include "daemon/nvml_abi.h"
 
 static int the_gpu;
 static int initialized;
-
-int nvmlInit_v2(void);
-int nvmlShutdown(void);
-int nvmlDeviceGetHandleByPciBusId_v2(const char *pci, nvml_device_t *dev);
-int nvmlDeviceGetPowerUsage(nvml_device_t dev, unsigned int *mw);
-int nvmlDeviceGetEnforcedPowerLimit(nvml_device_t dev, unsigned int *mw);
-int nvmlDeviceGetClockInfo(nvml_device_t dev, int type, unsigned int *mhz);
-int nvmlDeviceGetUtilizationRates(nvml_device_t dev, nvml_utilization_t *u);
-int nvmlDeviceGetMemoryInfo(nvml_device_t dev, nvml_memory_t *m);
-int nvmlDeviceGetTemperature(nvml_device_t dev, int sensor, unsigned int *c);
 
 int nvmlInit_v2(void) {
   initialized = 1;

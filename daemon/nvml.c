@@ -1,6 +1,7 @@
-/* NVML by dlopen. See nvml.h. The few types and entry points used are declared here as the
- * NVML API defines them (nvml.h of the CUDA toolkit), so the build needs no driver. */
+/* NVML by dlopen. See nvml.h; the entry points are nvml_abi.h's, resolved with dlsym. */
 #include "daemon/nvml.h"
+
+#include "daemon/nvml_abi.h"
 
 #include <dlfcn.h>
 #include <math.h>
@@ -10,15 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-typedef void *nvml_device_t;
-typedef struct {
-  unsigned int gpu, memory;
-} nvml_utilization_t;
-typedef struct {
-  unsigned long long total, free, used;
-} nvml_memory_t;
-
-enum { NVML_SUCCESS = 0, NVML_CLOCK_SM = 1, NVML_TEMPERATURE_GPU = 0, SAMPLE_PERIOD_MS = 1000 };
+enum { SAMPLE_PERIOD_MS = 1000 };
 
 struct gemmd_nvml_s {
   void *lib;
