@@ -178,14 +178,76 @@ static void take(void *ctx, gemmd_weight_t *w) {
   f->loaded++;
 }
 
+/* --weight-dir files are read and checksummed by up to READERS threads at once, at most
+ * READ_AHEAD files ahead of the one being registered, which goes in file (id) order. */
+enum { READERS = 4, READ_AHEAD = 8 };
+
+typedef struct {
+  gemmd_loader_t *l;
+  char **paths;
+  size_t n;
+  gemmd_weight_t **w; /* by file: what reading it gave, or NULL */
+  char (*err)[256];
+  unsigned char *ready;
+  size_t next, consumed; /* under mu */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+} prefetch_t;
+
+static void *reader(void *arg) {
+  prefetch_t *p = arg;
+  pthread_mutex_lock(&p->mu);
+  for (;;) {
+    while (p->next < p->n && p->next >= p->consumed + READ_AHEAD && !atomic_load(&p->l->cancel)) {
+      pthread_cond_wait(&p->cv, &p->mu);
+    }
+    if (p->next >= p->n || atomic_load(&p->l->cancel)) break;
+    const size_t i = p->next++;
+    pthread_mutex_unlock(&p->mu);
+    if (gemmd_weight_store_read(p->paths[i], &p->w[i], p->err[i], sizeof p->err[i]) != GEMMD_OK) p->w[i] = NULL;
+    pthread_mutex_lock(&p->mu);
+    p->ready[i] = 1;
+    pthread_cond_broadcast(&p->cv);
+  }
+  pthread_cond_broadcast(&p->cv); /* a cancel: the consumer may be waiting for a file no one took */
+  pthread_mutex_unlock(&p->mu);
+  return NULL;
+}
+
 static void restore_dir(gemmd_loader_t *l, char **paths, size_t n) {
   file_tally_t f = {l, 0, 0, 0, 0};
   int skipped = 0;
   const uint64_t t0 = gemmd_now_ns();
+  prefetch_t p = {l, paths, n, calloc(n + 1, sizeof *p.w), calloc(n + 1, sizeof *p.err), calloc(n + 1, 1),
+                  0, 0, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
+  pthread_t threads[READERS];
+  unsigned started = 0;
+  if (p.w != NULL && p.err != NULL && p.ready != NULL) {
+    for (; started < READERS && started < n; started++) {
+      if (pthread_create(&threads[started], NULL, reader, &p) != 0) break;
+    }
+  }
+  if (started == 0) { /* no memory or no thread: read on this one */
+    p.next = n;
+  }
   for (size_t i = 0; i < n && !atomic_load(&l->cancel); i++) {
-    gemmd_weight_t *w;
-    char err[256];
-    if (gemmd_weight_store_read(paths[i], &w, err, sizeof err) == GEMMD_OK) {
+    gemmd_weight_t *w = NULL;
+    char err[256] = "out of memory";
+    if (started > 0) {
+      pthread_mutex_lock(&p.mu);
+      while (!p.ready[i] && !(atomic_load(&l->cancel) && p.next <= i)) pthread_cond_wait(&p.cv, &p.mu);
+      const int have = p.ready[i];
+      p.consumed = i + 1;
+      pthread_cond_broadcast(&p.cv);
+      pthread_mutex_unlock(&p.mu);
+      if (!have) break; /* cancelled before any reader took it */
+      w = p.w[i];
+      p.w[i] = NULL;
+      memcpy(err, p.err[i], sizeof err);
+    } else if (gemmd_weight_store_read(paths[i], &w, err, sizeof err) != GEMMD_OK) {
+      w = NULL;
+    }
+    if (w != NULL) {
       take(&f, w);
     } else {
       gemmd_log(GEMMD_LOG_ERROR, "weight file skipped", "path=\"%s\" reason=\"%s\"", paths[i], err);
@@ -194,8 +256,16 @@ static void restore_dir(gemmd_loader_t *l, char **paths, size_t n) {
     }
     on_loop(l, loop_file_done);
   }
-  gemmd_log(GEMMD_LOG_INFO, "weights restored", "dir=\"%s\" loaded=%d refused=%d skipped=%d ms=%.1f",
-            l->srv->cfg->weight_dir, f.loaded, f.refused, skipped, (double)(gemmd_now_ns() - t0) * 1e-6);
+  pthread_mutex_lock(&p.mu); /* a cancel: the readers stop at their next file */
+  pthread_cond_broadcast(&p.cv);
+  pthread_mutex_unlock(&p.mu);
+  for (unsigned t = 0; t < started; t++) pthread_join(threads[t], NULL);
+  for (size_t i = 0; p.w != NULL && i < n; i++) gemmd_weight_free(p.w[i]); /* read, not taken */
+  free(p.w);
+  free(p.err);
+  free(p.ready);
+  gemmd_log(GEMMD_LOG_INFO, "weights restored", "dir=\"%s\" loaded=%d refused=%d skipped=%d ms=%.1f readers=%u",
+            l->srv->cfg->weight_dir, f.loaded, f.refused, skipped, (double)(gemmd_now_ns() - t0) * 1e-6, started);
 }
 
 /* 0, or -1 when a file could not be read (the start fails). */

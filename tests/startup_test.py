@@ -6,7 +6,8 @@
   saying it is loading, gemmd_startup_* and GetStats showing progress; then it serves
   (gemmctl info shows what was loaded, weights ls each weight's source), and systemd's
   NOTIFY_SOCKET gets READY=1 only then (and STOPPING=1 at SIGTERM).
-- SIGTERM while loading stops it at once, exit 0.
+- SIGTERM while loading (--preload, or --weight-dir with its reader threads) stops it at
+  once, exit 0.
 - --preload takes a directory of shards and a safetensors index (every shard it names),
   --preload-filter keeps the tensors whose names match, --preload-prefix renames them.
 - A --preload entry that cannot be read stops gemmd with exit code 1 after it listened; a
@@ -133,6 +134,28 @@ class Loading(unittest.TestCase):
             self.assertNotIn('msg="serving"', d.log_text())
         finally:
             d.stop()
+
+    def test_sigterm_while_restoring(self):
+        """The same for --weight-dir, whose files several threads read ahead."""
+        pb = self.pb
+        wdir = os.path.join(self.dir, "weights")
+        with H.Gemmd("--weight-dir", wdir) as d:
+            for i in range(12):
+                w = H.make_matrix(pb, self.rng, 16, K, H.DT_E4M3, H.SL_NONE)
+                d.stub().RegisterWeight(iter([pb.RegisterWeightRequest(name="r%d" % i, weight=w)]))
+        d = H.Gemmd("--weight-dir", wdir, "--test-load-delay-ms", "1000", wait_ready=False)
+        try:
+            d.wait_listening()
+            time.sleep(0.3)
+            t0 = time.time()
+            d.proc.send_signal(15)
+            self.assertEqual(d.wait(timeout=30), 0)
+            self.assertLess(time.time() - t0, 5, "the loader and its readers should stop")
+            self.assertIn("readers=", d.log_text())
+        finally:
+            d.stop()
+        with H.Gemmd("--weight-dir", wdir) as d:  # and nothing was lost
+            self.assertEqual(len(d.stub().ListWeights(pb.ListWeightsRequest()).weights), 12)
 
     def test_unreadable_preload_stops_with_1(self):
         d = H.Gemmd("--preload", os.path.join(self.dir, "missing.safetensors"), wait_ready=False)
