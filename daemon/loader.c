@@ -227,9 +227,6 @@ static void restore_dir(gemmd_loader_t *l, char **paths, size_t n) {
       if (pthread_create(&threads[started], NULL, reader, &p) != 0) break;
     }
   }
-  if (started == 0) { /* no memory or no thread: read on this one */
-    p.next = n;
-  }
   for (size_t i = 0; i < n && !atomic_load(&l->cancel); i++) {
     gemmd_weight_t *w = NULL;
     char err[256] = "out of memory";
@@ -244,7 +241,7 @@ static void restore_dir(gemmd_loader_t *l, char **paths, size_t n) {
       w = p.w[i];
       p.w[i] = NULL;
       memcpy(err, p.err[i], sizeof err);
-    } else if (gemmd_weight_store_read(paths[i], &w, err, sizeof err) != GEMMD_OK) {
+    } else if (gemmd_weight_store_read(paths[i], &w, err, sizeof err) != GEMMD_OK) { /* no reader */
       w = NULL;
     }
     if (w != NULL) {
@@ -297,14 +294,10 @@ static void *run(void *arg) {
   memset(pre, 0, sizeof pre);
   char err[512];
   l->ok = 1;
-  if (cfg->weight_dir[0] != '\0') {
-    if (gemmd_weight_store_open(cfg->weight_dir, err, sizeof err) != GEMMD_OK) {
-      gemmd_log(GEMMD_LOG_ERROR, "weight directory unusable", "reason=\"%s\"", err);
-      l->ok = 0;
-    } else if (gemmd_weight_store_list(cfg->weight_dir, &store.paths, &store.n) != GEMMD_OK) {
-      gemmd_log(GEMMD_LOG_ERROR, "weight directory unreadable", "dir=\"%s\"", cfg->weight_dir);
-      l->ok = 0;
-    }
+  /* The directory was made and locked before gemmd listened (lifecycle.c). */
+  if (cfg->weight_dir[0] != '\0' && gemmd_weight_store_list(cfg->weight_dir, &store.paths, &store.n) != GEMMD_OK) {
+    gemmd_log(GEMMD_LOG_ERROR, "weight directory unreadable", "dir=\"%s\"", cfg->weight_dir);
+    l->ok = 0;
   }
   for (int i = 0; l->ok && i < cfg->n_preload; i++) {
     if (gemmd_preload_expand(cfg->preload[i], &pre[i].paths, &pre[i].n, err, sizeof err) != GEMMD_OK) {
