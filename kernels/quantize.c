@@ -2,7 +2,9 @@
 
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/errors.h"
 
@@ -17,26 +19,116 @@ float gemmd_fp8_max(gemmd_dtype_t fp8) {
   }
 }
 
-/* Row r of src as real values (stored × scale). */
-static void load_row(const gemmd_operand_t *src, uint32_t r, float *out) {
+/* Row r of src, columns [c0, c0 + n), as real values (stored × scale). */
+static void load_span(const gemmd_operand_t *src, uint32_t r, uint32_t c0, uint32_t n, float *out) {
   const size_t esz = gemmd_dtype_size(src->dtype);
-  gemmd_decode_row(src->dtype, (const char *)src->data + (size_t)r * src->ld * esz, src->cols,
-                   out);
+  gemmd_decode_row(src->dtype, (const char *)src->data + ((size_t)r * src->ld + c0) * esz, n, out);
   if (src->scale_layout == GEMMD_SCALE_NONE) return;
-  for (uint32_t c = 0; c < src->cols; c++) out[c] *= gemmd_operand_scale(src, r, c);
+  for (uint32_t c = 0; c < n; c++) out[c] *= gemmd_operand_scale(src, r, c0 + c);
 }
+
+static void load_row(const gemmd_operand_t *src, uint32_t r, float *out) { load_span(src, r, 0, src->cols, out); }
+
+/* The largest finite |v[i]|. On the bits: a non-negative float orders as its bits do, and
+ * the finite ones are those below Inf's, so it is an integer maximum (AVX2 where the CPU
+ * has it). */
+static uint32_t finite_abs_bits(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  u &= 0x7FFFFFFFu;
+  return u < 0x7F800000u ? u : 0u;
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+__attribute__((target("avx2"))) static uint32_t finite_amax_bits_avx2(const float *v, size_t n, size_t *done) {
+  const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF), inf = _mm256_set1_epi32(0x7F800000);
+  __m256i m = _mm256_setzero_si256();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i u = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(v + i)), abs_mask);
+    const __m256i finite = _mm256_cmpgt_epi32(inf, u); /* both non-negative: signed compare is fine */
+    m = _mm256_max_epu32(m, _mm256_and_si256(u, finite));
+  }
+  uint32_t lanes[8];
+  _mm256_storeu_si256((__m256i *)lanes, m);
+  uint32_t r = 0;
+  for (int k = 0; k < 8; k++) r = lanes[k] > r ? lanes[k] : r;
+  *done = i;
+  return r;
+}
+#endif
 
 static float finite_amax(const float *v, size_t n) {
-  float m = 0.0f;
-  for (size_t i = 0; i < n; i++) {
-    const float a = fabsf(v[i]);
-    if (a > m && a <= FLT_MAX) m = a;
+  uint32_t m = 0;
+  size_t i = 0;
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx2")) m = finite_amax_bits_avx2(v, n, &i);
+#endif
+  for (; i < n; i++) {
+    const uint32_t u = finite_abs_bits(v[i]);
+    m = u > m ? u : m;
   }
-  return m;
+  float f;
+  memcpy(&f, &m, sizeof f);
+  return f;
 }
 
-static void encode_span(gemmd_dtype_t fp8, const float *v, size_t n, float scale, uint8_t *dst) {
-  for (size_t i = 0; i < n; i++) dst[i] = gemmd_quantize_value(fp8, v[i] / scale);
+/* gemmd_quantize_value by table: an FP8 code is decided by the sign, the exponent, the
+ * mantissa bits it keeps, the next one (round) and whether any lower bit is set (sticky),
+ * also for its subnormals (whose round bit lies higher), Inf and NaN. The table, indexed
+ * by those bits, is filled by the scalar encoder itself, so the two agree bit for bit;
+ * a lookup is a few instructions instead of the encoder's branches. */
+enum { E4M3_SHIFT = 19, E5M2_SHIFT = 20 }; /* the FP32 bits below the round bit */
+static uint8_t e4m3_codes[1u << (32 - E4M3_SHIFT + 1)];
+static uint8_t e5m2_codes[1u << (32 - E5M2_SHIFT + 1)];
+static pthread_once_t codes_once = PTHREAD_ONCE_INIT;
+
+static void fill_codes(gemmd_dtype_t fp8, int shift, uint8_t *codes) {
+  for (uint32_t i = 0; i < (1u << (32 - shift + 1)); i++) {
+    const uint32_t u = (i >> 1) << shift | (i & 1u); /* sticky: the lowest bit stands for all */
+    float v;
+    memcpy(&v, &u, sizeof v);
+    codes[i] = gemmd_quantize_value(fp8, v);
+  }
+}
+
+static void fill_tables(void) {
+  fill_codes(GEMMD_DTYPE_FP8_E4M3, E4M3_SHIFT, e4m3_codes);
+  fill_codes(GEMMD_DTYPE_FP8_E5M2, E5M2_SHIFT, e5m2_codes);
+}
+
+/* The table indices of v[i] / scale, CHUNK at a time: the divisions and bit tests in
+ * vector registers (built for AVX2 too, picked at load time), the lookups after. */
+enum { CHUNK = 64 };
+__attribute__((target_clones("avx2", "default"))) static void code_indices(const float *v, float scale, int shift,
+                                                                          uint32_t *idx) {
+  const uint32_t low = (1u << shift) - 1u;
+  for (int i = 0; i < CHUNK; i++) {
+    const float q = v[i] / scale;
+    uint32_t u;
+    memcpy(&u, &q, sizeof u);
+    idx[i] = (u >> shift) << 1 | ((u & low) != 0);
+  }
+}
+
+void gemmd_quantize_span(gemmd_dtype_t fp8, const float *v, size_t n, float scale, uint8_t *dst) {
+  pthread_once(&codes_once, fill_tables);
+  const int shift = fp8 == GEMMD_DTYPE_FP8_E4M3 ? E4M3_SHIFT : E5M2_SHIFT;
+  const uint8_t *codes = fp8 == GEMMD_DTYPE_FP8_E4M3 ? e4m3_codes : e5m2_codes;
+  size_t i = 0;
+  uint32_t idx[CHUNK];
+  for (; i + CHUNK <= n; i += CHUNK) {
+    code_indices(v + i, scale, shift, idx);
+    for (int j = 0; j < CHUNK; j++) dst[i + j] = codes[idx[j]];
+  }
+  const uint32_t low = (1u << shift) - 1u;
+  for (; i < n; i++) {
+    const float q = v[i] / scale;
+    uint32_t u;
+    memcpy(&u, &q, sizeof u);
+    dst[i] = codes[(u >> shift) << 1 | ((u & low) != 0)];
+  }
 }
 
 /* TENSOR and NONE: one scale for the whole matrix, found in a first pass. */
@@ -57,36 +149,36 @@ static int quantize_whole(const gemmd_operand_t *src, gemmd_dtype_t fp8,
   }
   for (uint32_t r = 0; r < src->rows; r++) {
     load_row(src, r, row);
-    encode_span(fp8, row, src->cols, scale, dst + (size_t)r * src->cols);
+    gemmd_quantize_span(fp8, row, src->cols, scale, dst + (size_t)r * src->cols);
   }
   free(row);
   return GEMMD_OK;
 }
 
-/* ROW, 1×128 and 128×128: bands of 1 or 128 rows, each band's blocks independent. */
+/* ROW, 1×128 and 128×128: block by block (a row, 1×128 or 128×128 elements), each decoded
+ * into a buffer that stays in cache for its maximum and its encoding. */
 static int quantize_banded(const gemmd_operand_t *src, gemmd_dtype_t fp8,
                            gemmd_scale_layout_t layout, uint8_t *dst, float *scales) {
   const uint32_t rows = src->rows, cols = src->cols;
   const uint32_t band = layout == GEMMD_SCALE_BLOCK_128X128 ? GEMMD_SCALE_BLOCK : 1;
   const uint32_t bw = layout == GEMMD_SCALE_ROW ? cols : GEMMD_SCALE_BLOCK;
   const uint32_t nbc = cols == 0 ? 0 : (cols + bw - 1) / bw;
-  float *tile = malloc(sizeof(float) * (size_t)band * (cols ? cols : 1));
+  float *tile = malloc(sizeof(float) * (size_t)band * (bw ? bw : 1));
   if (tile == NULL) return GEMMD_ENOMEM;
   for (uint32_t r0 = 0; r0 < rows; r0 += band) {
     const uint32_t h = rows - r0 < band ? rows - r0 : band;
-    for (uint32_t i = 0; i < h; i++) load_row(src, r0 + i, tile + (size_t)i * cols);
     for (uint32_t j = 0; j < nbc; j++) {
       const uint32_t c0 = j * bw, w = cols - c0 < bw ? cols - c0 : bw;
       float amax = 0.0f;
       for (uint32_t i = 0; i < h; i++) {
-        const float m = finite_amax(tile + (size_t)i * cols + c0, w);
+        load_span(src, r0 + i, c0, w, tile + (size_t)i * w);
+        const float m = finite_amax(tile + (size_t)i * w, w);
         if (m > amax) amax = m;
       }
       const float scale = gemmd_quantize_scale(fp8, amax);
       scales[(size_t)(r0 / band) * nbc + j] = scale;
       for (uint32_t i = 0; i < h; i++) {
-        encode_span(fp8, tile + (size_t)i * cols + c0, w, scale,
-                    dst + (size_t)(r0 + i) * cols + c0);
+        gemmd_quantize_span(fp8, tile + (size_t)i * w, w, scale, dst + (size_t)(r0 + i) * cols + c0);
       }
     }
   }

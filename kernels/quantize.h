@@ -42,6 +42,9 @@ GEMMD_HD float gemmd_quantize_scale(gemmd_dtype_t fp8, float amax) {
   return s < FLT_MIN ? FLT_MIN : s;
 }
 
+/* dst[i] = gemmd_quantize_value(fp8, v[i] / scale) for i < n, bit for bit, by table. */
+void gemmd_quantize_span(gemmd_dtype_t fp8, const float *v, size_t n, float scale, uint8_t *dst);
+
 /* Quantize src (values = stored × src's own scales, any dtype) to `fp8` with `layout`.
  * dst receives rows×cols bytes, row-major and dense; scales receives
  * gemmd_scale_count(layout, rows, cols) floats (may be NULL for SCALE_NONE).
