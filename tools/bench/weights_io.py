@@ -2,7 +2,8 @@
 machine, in one run,
   1. registration of FP8 weights over shared memory (the gemmd package), timed from the
      call to its answer: without --weight-dir, then with it (each weight written and
-     fsync'ed before the answer);
+     fsync'ed before the answer); and of BF16 weights, which gemmd quantizes (GB/s of
+     the BF16 bytes sent);
   2. a plain read of the weight files (page cache warm), the floor to compare with;
   3. a restart: the restore as gemmd logs it ("weights restored ... ms=") and the time
      until it serves.
@@ -63,11 +64,11 @@ def main():
     weights = [(rng.integers(0, 0x70, (side, side), dtype=np.uint8)).view(ml_dtypes.float8_e4m3fn)
                for _ in range(o.weights)]
 
-    def register(d):
+    def register(d, ws=weights):
         """Seconds each registration took, from the call to its answer."""
         took = []
-        with gemmd.Client("unix://" + sock, arena_bytes=(side * side + (64 << 20))) as c:
-            for i, w in enumerate(weights):
+        with gemmd.Client("unix://" + sock, arena_bytes=(max(w.nbytes for w in ws) + (64 << 20))) as c:
+            for i, w in enumerate(ws):
                 t = time.perf_counter()
                 c.register_weight("w%d" % i, w)
                 took.append(time.perf_counter() - t)
@@ -75,6 +76,9 @@ def main():
         return took
     try:
         nodir = register(H.Gemmd(*[a for a in common if a != wdir and a != "--weight-dir"]))
+        bf16 = [rng.standard_normal((side, side), dtype=np.float32).astype(ml_dtypes.bfloat16) for _ in range(2)]
+        reg_bf16 = register(H.Gemmd(*[a for a in common if a != wdir and a != "--weight-dir"]), bf16)
+        del bf16
         d = H.Gemmd(*common)
         reg = register(d)
         files = sorted(os.path.join(wdir, f) for f in os.listdir(wdir) if f.endswith(".gemmdw"))
@@ -91,15 +95,17 @@ def main():
         out.update({
             "register_no_dir_s": nodir, "register_no_dir_gb_s": [each / s / 1e9 for s in nodir],
             "register_s": reg, "register_gb_s": [each / s / 1e9 for s in reg],
+            "register_bf16_s": reg_bf16, "register_bf16_gb_s": [2 * each / s / 1e9 for s in reg_bf16],
             "file_bytes": nbytes, "plain_read_gb_s": nbytes / read_s / 1e9,
             "restored": restored, "restore_ms": restore_ms, "restore_gb_s": nbytes / (restore_ms / 1e3) / 1e9,
             "start_to_serving_s": serving_s,
         })
     finally:
         shutil.rmtree(wdir, ignore_errors=True)
-    print("| backend | weights | registration over shm | with --weight-dir (fsync) | plain read | restore | start to serving |")
-    print("| %s | %d x %d MiB | %s GB/s | %s GB/s | %.2f GB/s | %.2f GB/s (%d weights, %.0f ms) | %.2f s |" % (
+    print("| backend | weights | registration over shm | BF16 registration (BF16 bytes) | with --weight-dir (fsync) | plain read | restore | start to serving |")
+    print("| %s | %d x %d MiB | %s GB/s | %s GB/s | %s GB/s | %.2f GB/s | %.2f GB/s (%d weights, %.0f ms) | %.2f s |" % (
         o.backend, o.weights, each >> 20, " ".join("%.2f" % g for g in out["register_no_dir_gb_s"]),
+        " ".join("%.2f" % g for g in out["register_bf16_gb_s"]),
         " ".join("%.2f" % g for g in out["register_gb_s"]), out["plain_read_gb_s"], out["restore_gb_s"],
         restored, restore_ms, serving_s))
     if o.json:
