@@ -18,6 +18,8 @@ struct gemmd_batch_s {
   uint32_t n_requests, n_groups;
   uint64_t rows; /* Σ M */
   int piece;     /* one piece of a large request (the batcher's pieces lane) */
+  int slot_freed; /* released by done, before the loop had the batch back (engine.h) */
+  int kernel_lt;  /* the engine ran it on cuBLASLt */
 
   /* Requests, grouped: group g owns requests[group_start[g] .. group_start[g+1]). */
   gemmd_request_t **requests;

@@ -92,11 +92,17 @@ static const opt_t options[] = {
     ENUM(backend, "backend", "auto", "auto|cuda|cpu",
          "compute backend; auto takes the GPU when one is usable, else the CPU"),
     INT(device, "device", "0", 0, 1023, "CUDA device ordinal"),
-    ENUM(gemm_kernel, "gemm-kernel", "auto", "auto|wgmma|gemmd|cublaslt",
+    ENUM(gemm_kernel, "gemm-kernel", "auto", "auto|wgmma|gemmd|cublaslt|measured",
          "GPU GEMM: gemmd's TMA + WGMMA kernel (wgmma; auto picks it; FP32-output groups run "
          "on its full-FP32 mma.sync kernel), the mma.sync kernel alone (gemmd: slow, the "
-         "correctness baseline), or cuBLASLt per group for comparison only (its FP8 "
-         "accumulation misses docs/api.md's FP32-output bound: 1.3e-4 at K=1024)"),
+         "correctness baseline), cuBLASLt per group for comparison only (its FP8 "
+         "accumulation misses docs/api.md's FP32-output bound: 1.3e-4 at K=1024), or "
+         "measured: per batch signature, whichever of wgmma and cuBLASLt ran it faster "
+         "(cuBLASLt only for batches of at most 4 groups with 128x128 B scales and BF16/FP16 "
+         "output; the choices persist in --weight-dir)"),
+    INT(kernel_choice_samples, "kernel-choice-samples", "3", 1, 16,
+        "with --gemm-kernel measured: batches of each kernel timed before a signature's "
+        "choice is made"),
     ENUM(cuda_graphs, "cuda-graphs", "on", "on|off",
          "replay a captured CUDA graph per batch (off: launch eagerly, for comparison)"),
     INT(engine_spin_us, "engine-spin-us", "200", 0, 100000,

@@ -43,7 +43,8 @@ typedef struct gemmd_config_s {
   /* Device. */
   char backend[16]; /* auto | cuda | cpu */
   int64_t device;
-  char gemm_kernel[16]; /* auto | gemmd | wgmma | cublaslt */
+  char gemm_kernel[16]; /* auto | gemmd | wgmma | cublaslt | measured */
+  int64_t kernel_choice_samples;
   char cuda_graphs[8];  /* on | off */
   int64_t test_fault_after_batches;
   int64_t engine_spin_us;

@@ -5,6 +5,11 @@
  * on its own threads and calls `done` (from one of them) when the batch has a status,
  * and the results are in place: batch->status, compute_ns, and for OK every request's
  * d points at its rows. `done` must not block; gemmd's posts the batch back to the loop.
+ *
+ * A batch holds its slot until batch_release: on the loop once it has answered the batch,
+ * or earlier, from the thread that called `done`, when `done` answered every request
+ * itself (request.h answer_early) and nothing reads the engine's copy of the results
+ * again (batch->slot_freed then says so).
  */
 #ifndef GEMMD_DAEMON_ENGINE_H_
 #define GEMMD_DAEMON_ENGINE_H_
@@ -38,8 +43,12 @@ typedef struct gemmd_engine_ops_s {
    * what of theirs is registered (request.h a_pinned, d_dest_pinned). May be NULL. */
   int (*arena_register)(gemmd_engine_t *e, void *base, size_t bytes);
   void (*arena_unregister)(gemmd_engine_t *e, void *base, size_t bytes);
-  /* Frees the engine's arenas of a finished batch, after the loop has answered it. */
+  /* Frees the engine's arenas of a finished batch and its slot, once its requests are
+   * answered: on the loop, or on the thread that called `done` (see above). */
   void (*batch_release)(gemmd_engine_t *e, gemmd_batch_t *batch);
+  /* Writes what the engine learned and keeps across starts (the CUDA engine's kernel
+   * choices, kernel_choice.h), if anything changed. uv pool thread. May be NULL. */
+  void (*save_state)(gemmd_engine_t *e);
   /* Device memory the engine holds, in bytes. */
   uint64_t (*memory_used)(gemmd_engine_t *e);
   /* Stops the workers (no batch may be in flight) and frees the engine. */
@@ -66,7 +75,8 @@ int gemmd_engine_cpu_create(int threads, double inline_flops, gemmd_engine_done_
                             void *done_ctx, gemmd_engine_t **out);
 
 /* The CUDA engine (engine_cuda.c, built with a CUDA toolkit): device `device` must be an
- * sm_90 GPU. kernel: "wgmma", "gemmd" or "cublaslt"; graphs: capture and replay batches.
+ * sm_90 GPU. kernel: "wgmma", "gemmd", "cublaslt" or "measured" (wgmma or cuBLASLt per
+ * batch, by measured time: kernel_choice.h); graphs: capture and replay batches.
  * fault_after: tests only, 0 = never; else make the device fail on that batch.
  * spin_us: the staging and completion threads poll this long for work / for the GPU
  * before they sleep (0: sleep at once). slots: batches in flight at once (1..8), each with
@@ -79,6 +89,8 @@ typedef struct gemmd_cuda_options_s {
   int64_t fault_after;
   int64_t spin_us;
   int64_t slots;
+  int64_t choice_samples;   /* kernel "measured": runs of each kernel before a signature is decided */
+  const char *choices_path; /* kernel "measured": where the choices persist (NULL: nowhere) */
 } gemmd_cuda_options_t;
 
 int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn done,

@@ -23,6 +23,7 @@
  * A CUDA error marks the engine failed: the batch and every later one get UNAVAILABLE
  * with device_failed set, and gemmd stops with a non-zero exit. */
 #include <cuda_runtime_api.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -36,6 +37,7 @@
 #include "daemon/clock.h"
 #include "daemon/engine.h"
 #include "daemon/engine_cuda_fault.h"
+#include "daemon/kernel_choice.h"
 #include "daemon/log.h"
 #include "daemon/status.h"
 #include "kernels/cublaslt_gemm.h"
@@ -79,6 +81,9 @@ typedef struct {
   /* the gemmd kernel's graphs for this slot's buffer, by the batch's part mask */
   cudaGraphExec_t exec[N_PART_MASKS];
   uint32_t parts; /* the batch's part mask */
+  int use_lt;     /* this batch runs on cuBLASLt */
+  int measuring;  /* its GEMM time is one of the measured runs of its signature */
+  uint64_t sig;   /* its signature (kernel_choice.h), when measuring */
   void *ws;       /* the WGMMA kernel's split-K workspace for this slot's stream (zeroed once) */
   lt_graph_t lt[LT_CACHE];
   gemmd_batch_t *batch;
@@ -103,8 +108,14 @@ typedef struct {
 struct cuda_engine_s {
   gemmd_engine_t base;
   int device;
-  int use_lt, use_graphs;
-  gemmd_gpu_kernel_t kernel; /* gemmd's own kernel, when not use_lt */
+  /* Which implementation runs batches: gemmd's own kernel, cuBLASLt, or per batch by
+   * measured time (kernel_choice.h). lt_ready: cuBLASLt may run (its handle, weights'
+   * scales in its layout); own_ready: gemmd's kernel may. */
+  enum { MODE_OWN, MODE_CUBLASLT, MODE_MEASURED } mode;
+  int lt_ready, own_ready, use_graphs;
+  gemmd_gpu_kernel_t kernel; /* gemmd's own kernel */
+  gemmd_kernel_choices_t *choices; /* MODE_MEASURED */
+  char choices_path[4096];          /* where they persist; "" for nowhere */
   int64_t fault_after;
   gemmd_cublaslt_t *lt;
   slot_t slots[MAX_SLOTS];
@@ -156,39 +167,39 @@ static void spin_for_work(cuda_engine_t *e, const atomic_uint *count) {
 
 /* Waits until one of the launched batches is done, whichever it is: a decode batch on the
  * urgent stream is noticed as soon as it ends even while a large piece launched before it
- * is still running. Polls every launched batch's stop event; after e->spin_ns without a
- * launch or a completion it polls every POLL_SLEEP_US, woken early by a launch. Returns
- * the batch's index in e->launched with the mutex held, its query result in *err. */
+ * is still running. Polls every launched batch's stop event without the mutex, which the
+ * stager, the finishers and the loop's submit need meanwhile; after e->spin_ns without a
+ * launch or a completion it polls every POLL_SLEEP_US, woken early by a launch. Called and
+ * returns with the mutex held: the batch's index in e->launched, its query result in *err. */
 enum { POLL_SLEEP_US = 50 };
 
 static unsigned wait_any_done(cuda_engine_t *e, cudaError_t *err) {
   uint64_t spin_end = gemmd_now_ns() + e->spin_ns;
   unsigned seen = e->n_launched;
+  pthread_mutex_unlock(&e->mu);
   for (;;) {
-    launched_t l[MAX_SLOTS];
-    const unsigned n = e->n_launched;
-    memcpy(l, e->launched, n * sizeof l[0]);
-    pthread_mutex_unlock(&e->mu);
-    unsigned ready = n;
-    *err = cudaSuccess;
-    for (unsigned i = 0; i < n && ready == n; i++) {
-      const cudaError_t q = l[i].s == NULL ? cudaSuccess : cudaEventQuery(l[i].s->stop);
+    /* Entries below n stay put until this thread removes them; the stager fills an entry
+     * before it counts it (the count's acquire orders the two). */
+    const unsigned n = atomic_load_explicit(&e->n_launched, memory_order_acquire);
+    for (unsigned i = 0; i < n; i++) {
+      const slot_t *s = e->launched[i].s;
+      const cudaError_t q = s == NULL ? cudaSuccess : cudaEventQuery(s->stop);
       if (q != cudaErrorNotReady) {
-        ready = i;
         *err = q;
+        pthread_mutex_lock(&e->mu);
+        return i;
       }
     }
-    pthread_mutex_lock(&e->mu);
-    if (ready < n) return ready; /* entries only ever leave from this thread: indices hold */
-    if (e->n_launched != seen) { /* a new launch: spin for it */
-      seen = e->n_launched;
+    if (n != seen) { /* a new launch: spin for it */
+      seen = n;
       spin_end = gemmd_now_ns() + e->spin_ns;
     }
     if (gemmd_now_ns() < spin_end) {
-      pthread_mutex_unlock(&e->mu);
       cpu_relax();
-      pthread_mutex_lock(&e->mu);
-    } else {
+      continue;
+    }
+    pthread_mutex_lock(&e->mu);
+    if (e->n_launched == seen) {
       struct timespec until;
       clock_gettime(CLOCK_MONOTONIC, &until);
       until.tv_nsec += POLL_SLEEP_US * 1000;
@@ -198,6 +209,7 @@ static unsigned wait_any_done(cuda_engine_t *e, cudaError_t *err) {
       }
       pthread_cond_timedwait(&e->cv, &e->mu, &until); /* cv: monotonic clock */
     }
+    pthread_mutex_unlock(&e->mu);
   }
 }
 
@@ -238,7 +250,7 @@ static int cuda_weight_load(gemmd_engine_t *base, gemmd_weight_t *w) {
   free(padded);
   if (!err && ns > 0) err = cudaMalloc((void **)&d->scales, 4 * ns);
   if (!err && ns > 0) err = cudaMemcpy(d->scales, w->scales, 4 * ns, cudaMemcpyHostToDevice);
-  if (!err && e->use_lt && w->scale_layout == GEMMD_SCALE_BLOCK_128X128) {
+  if (!err && e->lt_ready && w->scale_layout == GEMMD_SCALE_BLOCK_128X128) {
     err = cudaMalloc((void **)&d->scales_lt, 4 * gemmd_cublaslt_b_scale_count(w->n, w->k));
     if (!err && gemmd_cublaslt_convert_b_scales(d->scales, w->n, w->k, d->scales_lt, 0) != GEMMD_OK) {
       err = cudaErrorLaunchFailure;
@@ -354,7 +366,7 @@ typedef struct {
 } layout_t;
 
 /* Where everything of the batch goes in the device buffer. */
-static void lay_out(const cuda_engine_t *e, gemmd_batch_t *b, layout_t *L) {
+static void lay_out(const cuda_engine_t *e, gemmd_batch_t *b, int lt, layout_t *L) {
   memset(L, 0, sizeof *L);
   uint32_t n_jobs = 0;
   uint64_t raw = 0, binl = 0;
@@ -371,14 +383,14 @@ static void lay_out(const cuda_engine_t *e, gemmd_batch_t *b, layout_t *L) {
       const uint32_t ldb = (w->k + ROW_ALIGN - 1) / ROW_ALIGN * ROW_ALIGN;
       binl = align256(binl + (uint64_t)w->n * ldb);
       binl = align256(binl + 4 * gemmd_scale_count(w->scale_layout, w->n, w->k) +
-                      (e->use_lt ? 4 * gemmd_cublaslt_b_scale_count(w->n, w->k) : 0));
+                      (lt ? 4 * gemmd_cublaslt_b_scale_count(w->n, w->k) : 0));
     }
   }
   L->h.n_groups = b->n_groups;
   L->h.n_quant_jobs = n_jobs;
   uint64_t off = align256(sizeof L->h + b->n_groups * sizeof(gemmd_group_params_t) +
                           n_jobs * sizeof(gemmd_quant_job_t));
-  if (!e->use_lt && e->kernel == GEMMD_GPU_KERNEL_WGMMA) {
+  if (!lt && e->kernel == GEMMD_GPU_KERNEL_WGMMA) {
     L->h.sched_arena = off; /* tensor maps and tile prefix sums (gemmd_gpu_gemm_prepare) */
     off = align256(off + gemmd_gpu_gemm_sched_bytes(b->n_groups));
   }
@@ -393,7 +405,7 @@ static void lay_out(const cuda_engine_t *e, gemmd_batch_t *b, layout_t *L) {
   L->in_bytes = off; /* everything before D is uploaded */
   L->h.d_arena = off;
   off = align256(off + b->d_bytes);
-  L->lt_scales = e->use_lt ? 4 * b->sa_count : 0; /* A scales in cuBLASLt's layout */
+  L->lt_scales = lt ? 4 * b->sa_count : 0; /* A scales in cuBLASLt's layout */
   L->total = align256(off + L->lt_scales) + 256;
 }
 
@@ -427,7 +439,7 @@ static int stage(const cuda_engine_t *e, slot_t *s, gemmd_batch_t *b, const layo
       const size_t ns = gemmd_scale_count(w->scale_layout, w->n, w->k);
       if (ns > 0) memcpy(H + binl, w->scales, 4 * ns);
       p->b_scales = (uint64_t)(uintptr_t)(s->dev + binl);
-      binl = align256(binl + 4 * ns + (e->use_lt ? 4 * gemmd_cublaslt_b_scale_count(w->n, w->k) : 0));
+      binl = align256(binl + 4 * ns + (s->use_lt ? 4 * gemmd_cublaslt_b_scale_count(w->n, w->k) : 0));
     }
   }
   gemmd_batch_stage_a(b, H + L->h.a_arena, (float *)(void *)(H + L->h.sa_arena));
@@ -456,7 +468,7 @@ static int stage(const cuda_engine_t *e, slot_t *s, gemmd_batch_t *b, const layo
     raw = align256(raw + bytes);
   }
   memcpy(H, &L->h, sizeof L->h);
-  if (e->use_lt) return GEMMD_OK;
+  if (s->use_lt) return GEMMD_OK;
   const int rc = gemmd_gpu_gemm_prepare(e->kernel, H, (uint64_t)(uintptr_t)s->dev);
   /* the WGMMA launch is the kernel of the tile kind prepare chose */
   if (rc == GEMMD_OK) s->parts = (s->parts & PART_QUANTIZE) | gemmd_gpu_gemm_prepared_parts(H);
@@ -507,7 +519,7 @@ static cudaError_t enqueue_kernels(cuda_engine_t *e, slot_t *s, const layout_t *
   }
   cudaError_t err = mark(s, s->gemm_start, capturing);
   if (err) return err;
-  if (!e->use_lt) {
+  if (!s->use_lt) {
     if (gemmd_gpu_gemm_parts_run_ws(e->kernel, s->dev, s->parts & GEMMD_GPU_PARTS_ALL, s->ws, s->stream) !=
         GEMMD_OK) {
       return cudaErrorLaunchFailure;
@@ -599,7 +611,7 @@ static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_
   } else {
     *step = "graph capture";
     cudaGraphExec_t exec;
-    if (!e->use_lt) {
+    if (!s->use_lt) {
       if (s->exec[s->parts] == NULL) {
         err = capture(e, s, L, b, &s->exec[s->parts]);
         if (err) return err;
@@ -682,6 +694,32 @@ static void fail_batch(cuda_engine_t *e, gemmd_batch_t *b) {
   snprintf(b->message, sizeof b->message, "the GPU failed (%.180s); gemmd is restarting", e->failure);
 }
 
+/* ---- Which kernel ---------------------------------------------------------------------------- */
+
+/* Batches cuBLASLt may run when the choice is by measured time: few groups (it takes one
+ * call per group, and loses where a batch has many: docs/bench/kernels.md), every B with
+ * 128×128 scales (A always has 1×128 ones here: the pairing it takes), and no FP32 output,
+ * for which it does not meet docs/api.md §1's accuracy. */
+enum { LT_MAX_GROUPS = 4 };
+static int lt_candidate(const gemmd_batch_t *b) {
+  if (b->n_groups == 0 || b->n_groups > LT_MAX_GROUPS) return 0;
+  for (uint32_t g = 0; g < b->n_groups; g++) {
+    const gemmd_group_params_t *p = &b->table[g];
+    if (p->b_layout != GEMMD_SCALE_BLOCK_128X128 || p->out_dtype == GEMMD_DTYPE_FP32) return 0;
+  }
+  return 1;
+}
+
+static void choose_kernel(cuda_engine_t *e, slot_t *s, gemmd_batch_t *b) {
+  s->measuring = 0;
+  s->use_lt = e->mode == MODE_CUBLASLT;
+  if (e->mode == MODE_MEASURED && lt_candidate(b)) {
+    s->sig = gemmd_kernel_signature(b->table, b->n_groups);
+    s->use_lt = gemmd_kernel_choices_pick(e->choices, s->sig, &s->measuring) == GEMMD_KERNEL_CUBLASLT;
+  }
+  b->kernel_lt = s->use_lt;
+}
+
 /* ---- Threads ---------------------------------------------------------------------------------- */
 
 static void *stager_main(void *arg) {
@@ -714,8 +752,9 @@ static void *stager_main(void *arg) {
     s->batch = b;
     s->stream = b->piece ? s->bulk : s->urgent;
     b->engine_data = s;
+    choose_kernel(e, s, b);
     layout_t L;
-    lay_out(e, b, &L);
+    lay_out(e, b, s->use_lt, &L);
     s->hdr = L.h;
     s->parts = (L.h.n_quant_jobs > 0 ? PART_QUANTIZE : 0) | gemmd_gpu_gemm_parts(b->table, b->n_groups);
     cudaError_t err = cudaSuccess;
@@ -756,10 +795,20 @@ static void *stager_main(void *arg) {
       s->batch = NULL;
       b->engine_data = NULL;
     }
-    e->launched[e->n_launched++] = (launched_t){b, err ? NULL : s};
+    e->launched[e->n_launched] = (launched_t){b, err ? NULL : s};
+    atomic_fetch_add_explicit(&e->n_launched, 1, memory_order_release); /* after the entry */
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
   }
+}
+
+/* Frees a batch's slot for the next batch (the stager may take it at once). */
+static void free_slot(cuda_engine_t *e, slot_t *s) {
+  pthread_mutex_lock(&e->mu);
+  s->busy = 0;
+  s->batch = NULL;
+  pthread_cond_broadcast(&e->cv);
+  pthread_mutex_unlock(&e->mu);
 }
 
 /* The end of a batch with its status: results bound for shared-memory arenas that are not
@@ -840,6 +889,9 @@ static void *completer_main(void *arg) {
         b->status = GEMMD_CODE_OK;
         b->compute_ns = (uint64_t)((double)ms * 1e6);
         b->gemm_ns = (uint64_t)((double)gemm_ms * 1e6);
+        if (s->measuring) {
+          gemmd_kernel_choices_record(e->choices, s->sig, s->use_lt ? GEMMD_KERNEL_CUBLASLT : GEMMD_KERNEL_OWN, b->gemm_ns);
+        }
         for (uint32_t i = 0; i < b->n_requests; i++) {
           gemmd_request_t *r = b->requests[i];
           r->d = r->d_dest != NULL && r->d_dest_pinned ? r->d_dest : s->host + s->hdr.d_arena + r->d_offset;
@@ -868,14 +920,9 @@ static int cuda_submit(gemmd_engine_t *base, gemmd_batch_t *b) {
 
 /* The loop has answered the batch: its slot (and staging memory) is free again. */
 static void cuda_batch_release(gemmd_engine_t *base, gemmd_batch_t *b) {
-  cuda_engine_t *e = (cuda_engine_t *)base;
   slot_t *s = b->engine_data;
-  if (s == NULL) return;
-  pthread_mutex_lock(&e->mu);
-  s->busy = 0;
-  s->batch = NULL;
-  pthread_cond_broadcast(&e->cv);
-  pthread_mutex_unlock(&e->mu);
+  if (s == NULL) return; /* freed already (answer_batch), or never on the device */
+  free_slot((cuda_engine_t *)base, s);
   b->engine_data = NULL;
 }
 
@@ -916,13 +963,26 @@ static void cuda_close(gemmd_engine_t *base) {
     }
     if (e->lt) gemmd_cublaslt_destroy(e->lt);
   }
+  if (e->choices != NULL && e->choices_path[0] != '\0') gemmd_kernel_choices_save(e->choices, e->choices_path);
+  gemmd_kernel_choices_free(e->choices);
   pthread_mutex_destroy(&e->mu);
   pthread_cond_destroy(&e->cv);
   pthread_cond_destroy(&e->fin_cv);
   free(e);
 }
 
+/* Writes the kernel choices decided since the last save (uv pool: file I/O). */
+static void cuda_save_state(gemmd_engine_t *base) {
+  cuda_engine_t *e = (cuda_engine_t *)base;
+  if (e->choices == NULL || e->choices_path[0] == '\0') return;
+  const int rc = gemmd_kernel_choices_save(e->choices, e->choices_path);
+  if (rc < 0) {
+    gemmd_log(GEMMD_LOG_WARN, "kernel choices not saved", "path=\"%s\" error=\"%s\"", e->choices_path, strerror(-rc));
+  }
+}
+
 static const gemmd_engine_ops_t cuda_ops = {
+    .save_state = cuda_save_state,
     .submit = cuda_submit,
     .weight_load = cuda_weight_load,
     .weight_unload = cuda_weight_unload,
@@ -956,8 +1016,28 @@ int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn
   cuda_engine_t *e = calloc(1, sizeof *e);
   if (e == NULL) return GEMMD_ENOMEM;
   e->device = o->device;
-  e->use_lt = o->kernel != NULL && strcmp(o->kernel, "cublaslt") == 0;
-  e->kernel = o->kernel != NULL && strcmp(o->kernel, "wgmma") == 0 ? GEMMD_GPU_KERNEL_WGMMA : GEMMD_GPU_KERNEL_SIMPLE;
+  const char *k = o->kernel != NULL ? o->kernel : "wgmma";
+  e->mode = strcmp(k, "cublaslt") == 0 ? MODE_CUBLASLT : strcmp(k, "measured") == 0 ? MODE_MEASURED : MODE_OWN;
+  e->kernel = strcmp(k, "gemmd") == 0 ? GEMMD_GPU_KERNEL_SIMPLE : GEMMD_GPU_KERNEL_WGMMA;
+  e->lt_ready = e->mode != MODE_OWN;
+  e->own_ready = e->mode != MODE_CUBLASLT;
+  if (e->mode == MODE_MEASURED) {
+    e->choices = gemmd_kernel_choices_create(o->choice_samples > 0 ? (unsigned)o->choice_samples : 3, 4096);
+    if (e->choices == NULL) {
+      free(e);
+      return GEMMD_ENOMEM;
+    }
+    if (o->choices_path != NULL) {
+      snprintf(e->choices_path, sizeof e->choices_path, "%s", o->choices_path);
+      const int n = gemmd_kernel_choices_load(e->choices, e->choices_path);
+      if (n >= 0 || n == -ENOENT) {
+        gemmd_log(GEMMD_LOG_INFO, "kernel choices loaded", "path=\"%s\" signatures=%d", e->choices_path, n < 0 ? 0 : n);
+      } else {
+        gemmd_log(GEMMD_LOG_WARN, "kernel choices not read; measuring again", "path=\"%s\" error=\"%s\"",
+                  e->choices_path, strerror(-n));
+      }
+    }
+  }
   e->use_graphs = o->graphs;
   e->fault_after = o->fault_after;
   e->spin_ns = o->spin_us > 0 ? (uint64_t)o->spin_us * 1000u : 0;
@@ -976,7 +1056,8 @@ int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn
   snprintf(e->base.device, sizeof e->base.device, "%.64s (sm_%d%d, %d SMs, %zu MiB)", prop.name,
            prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem >> 20);
   snprintf(e->base.kernel, sizeof e->base.kernel, "%s%s",
-           e->use_lt                                 ? "cublaslt"
+           e->mode == MODE_CUBLASLT                  ? "cublaslt"
+           : e->mode == MODE_MEASURED               ? "gemmd wgmma or cublaslt, by measured time"
            : e->kernel == GEMMD_GPU_KERNEL_WGMMA ? "gemmd wgmma (TMA + WGMMA)"
                                                      : "gemmd simple (mma.sync)",
            e->use_graphs ? ", graphs" : ", eager");
@@ -999,15 +1080,16 @@ int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn
     if (!err) err = cudaEventCreate(&e->slots[i].gemm_start);
     if (!err) err = cudaEventCreate(&e->slots[i].gemm_stop);
     /* Split-K batches on the slots' streams may run at once: a workspace each. */
-    if (!err && !e->use_lt && e->kernel == GEMMD_GPU_KERNEL_WGMMA) {
+    if (!err && e->own_ready && e->kernel == GEMMD_GPU_KERNEL_WGMMA) {
       err = cudaMalloc(&e->slots[i].ws, gemmd_gpu_gemm_workspace_bytes());
       if (!err) err = cudaMemset(e->slots[i].ws, 0, gemmd_gpu_gemm_workspace_bytes());
     }
   }
   if (!err) err = cudaDeviceSynchronize(); /* the workspaces are zero before any batch */
-  if (!err && e->use_lt && gemmd_cublaslt_create(64u << 20, &e->lt) != GEMMD_OK) err = cudaErrorUnknown;
+  if (!err && e->lt_ready && gemmd_cublaslt_create(64u << 20, &e->lt) != GEMMD_OK) err = cudaErrorUnknown;
   if (err) {
     snprintf(why, whylen, "CUDA set-up failed: %s", cudaGetErrorString(err));
+    gemmd_kernel_choices_free(e->choices);
     free(e);
     return GEMMD_ENOTSUP;
   }

@@ -32,10 +32,30 @@ static void maybe_stop(gemmd_server_t *srv);
 /* Every TICK_MS: (1) answer queued requests whose deadline passed, so they do not hold
  * queue slots while the engine is busy; (2) reload a changed gRPC token file; (3) finish a
  * drain that is complete. */
+/* The engine's state that outlives a start (save_state), written on the uv pool. */
+static void save_state_work(uv_work_t *w) {
+  gemmd_server_t *srv = w->data;
+  srv->engine->ops->save_state(srv->engine);
+}
+
+static void save_state_done(uv_work_t *w, int status) {
+  (void)status;
+  ((gemmd_server_t *)w->data)->state_saving = 0;
+}
+
+enum { SAVE_STATE_TICKS = 50 }; /* 5 s */
+
 static void on_tick(uv_timer_t *t) {
   gemmd_server_t *srv = t->data;
   gemmd_server_expire(srv);
   if (srv->rpc != NULL) gemmd_rpc_tick(srv->rpc);
+  if (srv->engine != NULL && srv->engine->ops->save_state != NULL && !srv->state_saving &&
+      ++srv->ticks_since_save >= SAVE_STATE_TICKS) {
+    srv->ticks_since_save = 0;
+    srv->state_saving = 1;
+    srv->save_state.data = srv;
+    if (uv_queue_work(&srv->loop, &srv->save_state, save_state_work, save_state_done) != 0) srv->state_saving = 0;
+  }
   maybe_stop(srv);
 }
 
@@ -186,10 +206,16 @@ static int create_engine(gemmd_server_t *srv) {
   char why[512] = "this gemmd was built without the CUDA engine";
   if (strcmp(backend, "cpu") != 0) {
 #ifdef GEMMD_HAVE_CUDA
+    char choices_path[1100];
+    snprintf(choices_path, sizeof choices_path, "%s/kernel-choices", cfg->weight_dir);
     const gemmd_cuda_options_t o = {(int)cfg->device,
                                     strcmp(cfg->gemm_kernel, "auto") == 0 ? "wgmma" : cfg->gemm_kernel,
-                                    strcmp(cfg->cuda_graphs, "on") == 0, cfg->test_fault_after_batches,
-                                    cfg->engine_spin_us, cfg->engine_slots};
+                                    strcmp(cfg->cuda_graphs, "on") == 0,
+                                    cfg->test_fault_after_batches,
+                                    cfg->engine_spin_us,
+                                    cfg->engine_slots,
+                                    cfg->kernel_choice_samples,
+                                    cfg->weight_dir[0] != '\0' ? choices_path : NULL};
     const int rc = gemmd_engine_cuda_create(&o, gemmd_server_engine_done, srv, &srv->engine, why, sizeof why);
     if (rc == GEMMD_OK) {
       gemmd_log(GEMMD_LOG_INFO, "backend chosen", "backend=cuda device=\"%s\"", srv->engine->device);

@@ -387,6 +387,11 @@ int gemmd_metrics_render(const gemmd_metrics_t *m, char **out, size_t *len) {
   histogram(&b, "gemmd_batch_requests", "Requests per batch.", &m->batch_requests);
 
   counter_u64(&b, "gemmd_batches_total", "Batches executed.", m->batches);
+  family(&b, "gemmd_batch_kernel_total", "counter",
+         "Batches by the GEMM implementation that ran them (--gemm-kernel measured picks per batch).");
+  buf_printf(&b, "gemmd_batch_kernel_total{kernel=\"gemmd\"} %llu\n",
+             (unsigned long long)(m->batches - m->batches_cublaslt));
+  buf_printf(&b, "gemmd_batch_kernel_total{kernel=\"cublaslt\"} %llu\n", (unsigned long long)m->batches_cublaslt);
   family(&b, "gemmd_flops_total", "counter", "Floating-point operations executed (2*M*N*K).");
   buf_puts(&b, "gemmd_flops_total ");
   buf_double(&b, m->flops);

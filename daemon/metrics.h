@@ -41,6 +41,7 @@ typedef struct gemmd_metrics_s {
   /* Counters. */
   uint64_t requests[GEMMD_N_TRANSPORTS][GEMMD_N_CODES]; /* gemmd_requests_total */
   uint64_t batches;                                      /* gemmd_batches_total */
+  uint64_t batches_cublaslt;                             /* of those, on cuBLASLt */
   double flops;                                          /* gemmd_flops_total */
   uint64_t input_bytes, output_bytes;                    /* gemmd_{input,output}_bytes_total */
   uint64_t graph_replays, graph_captures;                /* gemmd_graph_{replays,captures}_total */

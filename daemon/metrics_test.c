@@ -165,6 +165,7 @@ static void check_structure(const char *text) {
       {"gemmd_batch_duration_seconds", "histogram"},
       {"gemmd_batch_requests", "histogram"},
       {"gemmd_batches_total", "counter"},
+      {"gemmd_batch_kernel_total", "counter"},
       {"gemmd_flops_total", "counter"},
       {"gemmd_input_bytes_total", "counter"},
       {"gemmd_output_bytes_total", "counter"},

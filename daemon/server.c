@@ -370,7 +370,7 @@ static void on_batch_delay(uv_timer_t *t) {
 /* While the engine has a free slot, turn the queue's head into a batch. With
  * --max-batch-delay-us, a partial batch waits until its oldest request is that old. */
 static void maybe_dispatch(gemmd_server_t *srv) {
-  while (srv->engine_busy < srv->engine->slots && gemmd_batcher_can_form(&srv->batcher, gemmd_now_ns())) {
+  while (srv->engine_slots < srv->engine->slots && gemmd_batcher_can_form(&srv->batcher, gemmd_now_ns())) {
     const uint64_t now = gemmd_now_ns();
     const uint64_t delay_ns = (uint64_t)srv->cfg->max_batch_delay_us * 1000u;
     if (delay_ns > 0 && !srv->draining &&
@@ -409,7 +409,16 @@ static void maybe_dispatch(gemmd_server_t *srv) {
       continue;
     }
     srv->engine_busy++;
+    srv->engine_slots++;
   }
+}
+
+/* The engine freed a batch's slot before the batch is answered (engine.h): the next batch
+ * may go now. */
+static void on_slot_freed(gemmd_server_t *srv, void *arg) {
+  (void)arg;
+  srv->engine_slots--;
+  maybe_dispatch(srv);
 }
 
 /* What a request's answer says about its batch. */
@@ -424,12 +433,14 @@ static void take_batch_outcome(gemmd_request_t *r, const gemmd_batch_t *b) {
 static void on_batch_done(gemmd_server_t *srv, void *arg) {
   gemmd_batch_t *b = arg;
   srv->engine_busy--;
+  if (!b->slot_freed) srv->engine_slots--; /* else on_slot_freed, posted before this, did */
   if (b->piece) gemmd_batcher_piece_done(&srv->batcher);
   b->marks.done = gemmd_now_ns();
   gemmd_metrics_batch(&srv->metrics, b->n_requests, b->compute_ns,
                       b->status == GEMMD_CODE_OK ? b->flops : 0.0, b->input_bytes,
                       b->status == GEMMD_CODE_OK ? b->output_bytes : 0);
   srv->metrics.graph_replays += b->graph_replays;
+  srv->metrics.batches_cublaslt += b->kernel_lt != 0;
   srv->metrics.graph_captures += b->graph_captures;
   if (b->status != GEMMD_CODE_OK) {
     gemmd_log(GEMMD_LOG_WARN, "batch failed", "batch=%" PRIu64 " code=%s reason=\"%s\"", b->id,
@@ -475,20 +486,37 @@ static void device_failed(gemmd_server_t *srv, const char *why) {
  * off the loop are answered here, a loop wake-up sooner (docs/bench/gpu_engine.md); the
  * loop's on_batch_done does the bookkeeping for every request as before. */
 void gemmd_server_engine_done(void *ctx, gemmd_batch_t *b) {
+  gemmd_server_t *srv = ctx;
+  int all_early = b->n_requests > 0;
   if (b->status == GEMMD_CODE_OK && !b->device_failed) {
     for (uint32_t i = 0; i < b->n_requests; i++) {
       gemmd_request_t *r = b->requests[i];
-      if (r->answer_early == NULL) continue;
+      if (r->answer_early == NULL) {
+        all_early = 0;
+        continue;
+      }
       take_batch_outcome(r, b);
       r->answer_early(r);
       r->answered_early = 1;
     }
+  } else {
+    all_early = 0;
+  }
+  /* Every result has left the engine's memory: the slot is free for the next batch now,
+   * before the wake-ups (a syscall each for sleeping clients) and the loop's bookkeeping.
+   * Posted ahead of the batch itself, so that the loop counts the slot first. */
+  if (all_early) {
+    srv->engine->ops->batch_release(srv->engine, b);
+    b->slot_freed = 1;
+    gemmd_server_post(srv, on_slot_freed, NULL);
+  }
+  if (b->status == GEMMD_CODE_OK && !b->device_failed) {
     for (uint32_t i = 0; i < b->n_requests; i++) {
       gemmd_request_t *r = b->requests[i];
       if (r->answered_early && r->wake_early != NULL) r->wake_early(r);
     }
   }
-  gemmd_server_post(ctx, on_batch_done, b);
+  gemmd_server_post(srv, on_batch_done, b);
 }
 
 /* A batch or a weight operation has finished: the server may have nothing left to do. */

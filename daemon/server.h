@@ -62,12 +62,16 @@ struct gemmd_server_s {
 
   uv_signal_t sigterm, sigint;
   uv_timer_t tick;        /* periodic jobs, see on_tick in lifecycle.c */
+  uv_work_t save_state;   /* the engine's save_state, every few seconds */
+  int state_saving;
+  unsigned ticks_since_save;
   uv_timer_t batch_delay; /* --max-batch-delay-us */
   int delay_armed;
 
   gemmd_batcher_t batcher;
   gemmd_engine_t *engine;
-  unsigned engine_busy;   /* batches on the engine */
+  unsigned engine_busy;   /* batches on the engine, until the loop has answered them */
+  unsigned engine_slots;  /* of those, the ones whose engine slot is not yet free */
   unsigned dispatch_held; /* > 0: a burst is being admitted; dispatch once it is in */
 
   gemmd_weights_t weights;
@@ -140,7 +144,8 @@ void gemmd_server_expire(gemmd_server_t *srv);
 void gemmd_server_notify_watchers(gemmd_server_t *srv);
 
 /* The engine's `done` callback (ctx: the server). Engine thread, or the loop for a batch
- * run inline: answers what can be answered off the loop, then posts the batch back. */
+ * run inline: answers what can be answered off the loop, tells the loop at once when the
+ * batch's slot is already free (batch->slot_freed), then posts the batch back. */
 void gemmd_server_engine_done(void *ctx, gemmd_batch_t *b);
 
 /* Sets up a zeroed srv: the state above, the loop and its handles (wakeup, spin,

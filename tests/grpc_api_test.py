@@ -4,6 +4,7 @@ shapes, inline and registered B, mixed E4M3/E5M2, batches of many weights, GemmS
 weights add/list/remove, GetStats, health Check and Watch."""
 
 import threading
+import time
 import unittest
 
 import grpc
@@ -189,7 +190,12 @@ class WeightsAndStats(unittest.TestCase):
             a = H.make_matrix(pb, rng, 2, 32, H.DT_E4M3, H.SL_NONE)
             for _ in range(5):
                 stub.Gemm(pb.GemmRequest(a=a, weight_name="alpha"))
+            # Answers leave from the engine's thread; the loop counts them just after.
+            deadline = time.monotonic() + 5
             st = stub.GetStats(pb.GetStatsRequest())
+            while st.requests_total < 5 and time.monotonic() < deadline:
+                time.sleep(0.01)
+                st = stub.GetStats(pb.GetStatsRequest())
             self.assertEqual(st.backend, H.BACKEND)
             self.assertTrue(st.ready)
             self.assertFalse(st.draining)
