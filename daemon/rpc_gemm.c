@@ -70,13 +70,12 @@ static void gemm_cleanup(rpc_call_t *c) {
   if (g->msg) gemmd__v1__gemm_request__free_unpacked(g->msg, NULL);
 }
 
-/* The engine's thread, for a batch that completed OK (request.h answer_early): the
- * response is packed (D copied into it) and its send started here, off the loop, which
- * would otherwise pack and send every answer itself. gRPC takes a batch from any thread;
- * the call's reference for the loop stays until gemm_respond. */
-static void gemm_answer_early(gemmd_request_t *r) {
-  gemm_call_t *g = r->respond_ctx;
-  r->done_ns = gemmd_now_ns();
+/* Packs the response (D copied into it) and starts its send; any thread. */
+static void send_answer(gemm_call_t *g, gemmd_request_t *r) {
+  if (r->status != GEMMD_CODE_OK) {
+    rpc_finish(&g->base, NULL, 0, r->status, r->message);
+    return;
+  }
   size_t len;
   uint8_t *buf = pack_response(r, 0, &len);
   if (buf == NULL) {
@@ -86,25 +85,20 @@ static void gemm_answer_early(gemmd_request_t *r) {
   }
 }
 
-/* Loop thread: the answer, unless the engine's thread gave it; then only the loop's
- * reference goes. */
+/* The engine's thread, for a batch that completed OK (request.h answer_early): the answer
+ * leaves from here, off the loop, which would otherwise pack and send every answer
+ * itself. gRPC takes a batch from any thread; the call's reference for the loop stays
+ * until gemm_respond. */
+static void gemm_answer_early(gemmd_request_t *r) {
+  r->done_ns = gemmd_now_ns();
+  send_answer(r->respond_ctx, r);
+}
+
+/* Loop thread: the answer, unless the engine's thread gave it; then the loop's reference
+ * goes. */
 static void gemm_respond(gemmd_request_t *r) {
   gemm_call_t *g = r->respond_ctx;
-  if (r->answered_early) {
-    rpc_call_unref(&g->base);
-    return;
-  }
-  if (r->status == GEMMD_CODE_OK) {
-    size_t len;
-    uint8_t *buf = pack_response(r, 0, &len);
-    if (buf == NULL) {
-      rpc_finish(&g->base, NULL, 0, GEMMD_CODE_RESOURCE_EXHAUSTED, "out of memory packing the response");
-    } else {
-      rpc_finish(&g->base, buf, len, GEMMD_CODE_OK, "");
-    }
-  } else {
-    rpc_finish(&g->base, NULL, 0, r->status, r->message);
-  }
+  if (!r->answered_early) send_answer(g, r);
   rpc_call_unref(&g->base); /* the loop's reference */
 }
 
