@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kernels/errors.h"
 
@@ -155,18 +156,31 @@ static int quantize_whole(const gemmd_operand_t *src, gemmd_dtype_t fp8,
   return GEMMD_OK;
 }
 
-/* ROW, 1×128 and 128×128: block by block (a row, 1×128 or 128×128 elements), each decoded
- * into a buffer that stays in cache for its maximum and its encoding. */
-static int quantize_banded(const gemmd_operand_t *src, gemmd_dtype_t fp8,
-                           gemmd_scale_layout_t layout, uint8_t *dst, float *scales) {
+/* ROW, 1×128 and 128×128, bands [first, last) of 1 or 128 rows: block by block (a row,
+ * 1×128 or 128×128 elements), each decoded into a buffer that stays in cache for its
+ * maximum and its encoding. Bands are independent: threads may take disjoint ranges. */
+typedef struct {
+  const gemmd_operand_t *src;
+  gemmd_dtype_t fp8;
+  gemmd_scale_layout_t layout;
+  uint8_t *dst;
+  float *scales;
+  uint32_t first, last;
+  int rc;
+} bands_t;
+
+static void *quantize_bands(void *arg) {
+  bands_t *p = arg;
+  const gemmd_operand_t *src = p->src;
   const uint32_t rows = src->rows, cols = src->cols;
-  const uint32_t band = layout == GEMMD_SCALE_BLOCK_128X128 ? GEMMD_SCALE_BLOCK : 1;
-  const uint32_t bw = layout == GEMMD_SCALE_ROW ? cols : GEMMD_SCALE_BLOCK;
+  const uint32_t band = p->layout == GEMMD_SCALE_BLOCK_128X128 ? GEMMD_SCALE_BLOCK : 1;
+  const uint32_t bw = p->layout == GEMMD_SCALE_ROW ? cols : GEMMD_SCALE_BLOCK;
   const uint32_t nbc = cols == 0 ? 0 : (cols + bw - 1) / bw;
   float *tile = malloc(sizeof(float) * (size_t)band * (bw ? bw : 1));
-  if (tile == NULL) return GEMMD_ENOMEM;
-  for (uint32_t r0 = 0; r0 < rows; r0 += band) {
-    const uint32_t h = rows - r0 < band ? rows - r0 : band;
+  p->rc = tile != NULL ? GEMMD_OK : GEMMD_ENOMEM;
+  if (tile == NULL) return NULL;
+  for (uint32_t bi = p->first; bi < p->last; bi++) {
+    const uint32_t r0 = bi * band, h = rows - r0 < band ? rows - r0 : band;
     for (uint32_t j = 0; j < nbc; j++) {
       const uint32_t c0 = j * bw, w = cols - c0 < bw ? cols - c0 : bw;
       float amax = 0.0f;
@@ -175,19 +189,59 @@ static int quantize_banded(const gemmd_operand_t *src, gemmd_dtype_t fp8,
         const float m = finite_amax(tile + (size_t)i * w, w);
         if (m > amax) amax = m;
       }
-      const float scale = gemmd_quantize_scale(fp8, amax);
-      scales[(size_t)(r0 / band) * nbc + j] = scale;
+      const float scale = gemmd_quantize_scale(p->fp8, amax);
+      p->scales[(size_t)bi * nbc + j] = scale;
       for (uint32_t i = 0; i < h; i++) {
-        gemmd_quantize_span(fp8, tile + (size_t)i * w, w, scale, dst + (size_t)(r0 + i) * cols + c0);
+        gemmd_quantize_span(p->fp8, tile + (size_t)i * w, w, scale, p->dst + (size_t)(r0 + i) * cols + c0);
       }
     }
   }
   free(tile);
-  return GEMMD_OK;
+  return NULL;
 }
 
-int gemmd_quantize(const gemmd_operand_t *src, gemmd_dtype_t fp8, gemmd_scale_layout_t layout,
-                   uint8_t *dst, float *scales) {
+enum { MAX_THREADS = 8 };
+
+static int quantize_banded(const gemmd_operand_t *src, gemmd_dtype_t fp8, gemmd_scale_layout_t layout,
+                           uint8_t *dst, float *scales, unsigned threads) {
+  const uint32_t band = layout == GEMMD_SCALE_BLOCK_128X128 ? GEMMD_SCALE_BLOCK : 1;
+  const uint32_t n_bands = (src->rows + band - 1) / band;
+  if (threads > n_bands) threads = n_bands;
+  if (threads > MAX_THREADS) threads = MAX_THREADS;
+  if (threads < 1) threads = 1;
+  bands_t parts[MAX_THREADS];
+  pthread_t tids[MAX_THREADS];
+  int started[MAX_THREADS] = {0};
+  for (unsigned t = 0; t < threads; t++) {
+    parts[t] = (bands_t){src, fp8, layout, dst, scales, (uint32_t)((uint64_t)n_bands * t / threads),
+                         (uint32_t)((uint64_t)n_bands * (t + 1) / threads), GEMMD_OK};
+  }
+  /* The last part on this thread; a part whose thread cannot start runs here too. */
+  for (unsigned t = 0; t + 1 < threads; t++) started[t] = pthread_create(&tids[t], NULL, quantize_bands, &parts[t]) == 0;
+  quantize_bands(&parts[threads - 1]);
+  int rc = parts[threads - 1].rc;
+  for (unsigned t = 0; t + 1 < threads; t++) {
+    if (started[t]) {
+      pthread_join(tids[t], NULL);
+    } else {
+      quantize_bands(&parts[t]);
+    }
+    if (parts[t].rc != GEMMD_OK) rc = parts[t].rc;
+  }
+  return rc;
+}
+
+/* Threads for a quantization of n elements: one per 4 Mi elements, at most 4 and the CPUs. */
+static unsigned auto_threads(uint64_t n) {
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  uint64_t t = n >> 22;
+  if (t > 4) t = 4;
+  if (cpus > 0 && t > (uint64_t)cpus) t = (uint64_t)cpus;
+  return t < 1 ? 1 : (unsigned)t;
+}
+
+int gemmd_quantize_threads(const gemmd_operand_t *src, gemmd_dtype_t fp8, gemmd_scale_layout_t layout,
+                           uint8_t *dst, float *scales, unsigned threads) {
   if (src == NULL || dst == NULL || !gemmd_dtype_is_fp8(fp8) ||
       !gemmd_dtype_is_valid((int)src->dtype) || !gemmd_scale_layout_is_valid((int)layout)) {
     return GEMMD_EINVAL;
@@ -196,5 +250,11 @@ int gemmd_quantize(const gemmd_operand_t *src, gemmd_dtype_t fp8, gemmd_scale_la
   if (layout == GEMMD_SCALE_NONE || layout == GEMMD_SCALE_TENSOR) {
     return quantize_whole(src, fp8, layout, dst, scales);
   }
-  return quantize_banded(src, fp8, layout, dst, scales);
+  if (threads == 0) threads = auto_threads((uint64_t)src->rows * src->cols);
+  return quantize_banded(src, fp8, layout, dst, scales, threads);
+}
+
+int gemmd_quantize(const gemmd_operand_t *src, gemmd_dtype_t fp8, gemmd_scale_layout_t layout,
+                   uint8_t *dst, float *scales) {
+  return gemmd_quantize_threads(src, fp8, layout, dst, scales, 0);
 }

@@ -51,6 +51,11 @@ void gemmd_quantize_span(gemmd_dtype_t fp8, const float *v, size_t n, float scal
  * Returns 0, GEMMD_EINVAL (not an FP8 dtype, unknown layout) or GEMMD_ENOMEM. */
 int gemmd_quantize(const gemmd_operand_t *src, gemmd_dtype_t fp8, gemmd_scale_layout_t layout,
                    uint8_t *dst, float *scales);
+/* The same on `threads` threads (0: one per 4 Mi elements, at most 4 and the CPUs), each
+ * taking a range of row bands (ROW, 1×128, 128×128 layouts; the others on one thread). The
+ * result is the same bits whatever the count. */
+int gemmd_quantize_threads(const gemmd_operand_t *src, gemmd_dtype_t fp8, gemmd_scale_layout_t layout,
+                           uint8_t *dst, float *scales, unsigned threads);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
  */
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/errors.h"
@@ -231,10 +232,37 @@ static void check_span(test_rng_t *rng) {
   printf("quantize_test: %zu encodings by table match the scalar encoder\n", checked);
 }
 
+/* Bands split over threads give the same bits and scales as one thread, for every banded
+ * layout, with ragged last bands and more threads than bands. */
+static void check_threads(test_rng_t *rng) {
+  const gemmd_scale_layout_t layouts[] = {GEMMD_SCALE_ROW, GEMMD_SCALE_BLOCK_1X128, GEMMD_SCALE_BLOCK_128X128};
+  const uint32_t shapes[][2] = {{700, 1000}, {129, 300}, {5, 4096}};
+  for (size_t l = 0; l < 3; l++) {
+    for (size_t sh = 0; sh < 3; sh++) {
+      const uint32_t rows = shapes[sh][0], cols = shapes[sh][1];
+      test_matrix_t src;
+      test_matrix_random(&src, rng, rows, cols, GEMMD_DTYPE_BF16, GEMMD_SCALE_NONE, 3.0);
+      const size_t ns = gemmd_scale_count(layouts[l], rows, cols);
+      uint8_t *q1 = malloc((size_t)rows * cols), *qn = malloc((size_t)rows * cols);
+      float *s1 = malloc(4 * ns), *sn = malloc(4 * ns);
+      TEST_CHECK(gemmd_quantize_threads(&src.op, GEMMD_DTYPE_FP8_E4M3, layouts[l], q1, s1, 1) == GEMMD_OK, "1 thread");
+      for (unsigned t = 2; t <= 9; t += 7) {
+        TEST_CHECK(gemmd_quantize_threads(&src.op, GEMMD_DTYPE_FP8_E4M3, layouts[l], qn, sn, t) == GEMMD_OK,
+                   "%u threads", t);
+        TEST_CHECK(memcmp(q1, qn, (size_t)rows * cols) == 0 && memcmp(s1, sn, 4 * ns) == 0,
+                   "layout %d, %ux%u: %u threads differ from one", (int)layouts[l], rows, cols, t);
+      }
+      free(q1), free(qn), free(s1), free(sn);
+      test_matrix_free(&src);
+    }
+  }
+}
+
 int main(void) {
   test_rng_t rng = {test_seed("quantize_test")};
   check_decode_row();
   check_span(&rng);
+  check_threads(&rng);
   static const uint32_t shapes[][2] = {{1, 1},   {1, 129},  {7, 128},  {3, 1000},
                                        {129, 257}, {128, 128}, {200, 300}, {17, 16}};
   const gemmd_dtype_t fp8s[] = {GEMMD_DTYPE_FP8_E4M3, GEMMD_DTYPE_FP8_E5M2};
