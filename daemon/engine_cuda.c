@@ -143,6 +143,12 @@ struct cuda_engine_s {
   char failure[256];
   uint64_t batches;
   atomic_uint_fast64_t weight_bytes;
+  /* Weight uploads: two pinned staging buffers on a stream of their own, one weight at a
+   * time (up_mu): rows are copied (and padded) into one buffer while the other's DMA runs. */
+  pthread_mutex_t up_mu;
+  cudaStream_t up_stream;
+  uint8_t *up_host[2];
+  cudaEvent_t up_free[2];
   pthread_t stager, completer;
 };
 
@@ -225,6 +231,45 @@ static int cuda_failed(cuda_engine_t *e, cudaError_t err, const char *what) {
 
 /* ---- Weights ------------------------------------------------------------------------------ */
 
+enum { STAGE_BYTES = 8u << 20 };
+
+/* Copies rows × k bytes from host memory (pageable: a weight's own, or its file's mapping)
+ * to dev with rows ldb apart, the padding zero: pieces of whole rows staged through the
+ * pinned buffers, so that filling one overlaps the other's DMA. A pageable cudaMemcpy
+ * would stage through the driver's own buffers one piece at a time. */
+static cudaError_t upload_rows(cuda_engine_t *e, uint8_t *dev, const uint8_t *src, uint32_t rows, uint32_t k,
+                               uint32_t ldb) {
+  cudaError_t err = cudaSuccess;
+  if (ldb > STAGE_BYTES) { /* rows longer than a staging buffer: one copy each */
+    for (uint32_t r = 0; r < rows && !err; r++) {
+      err = cudaMemcpy(dev + (size_t)r * ldb, src + (size_t)r * k, k, cudaMemcpyHostToDevice);
+      if (!err && ldb > k) err = cudaMemset(dev + (size_t)r * ldb + k, 0, ldb - k);
+    }
+    return err;
+  }
+  const uint32_t per = STAGE_BYTES / ldb;
+  pthread_mutex_lock(&e->up_mu);
+  for (uint32_t r = 0, i = 0; r < rows && !err; r += per, i ^= 1) {
+    const uint32_t n = rows - r < per ? rows - r : per;
+    err = cudaEventSynchronize(e->up_free[i]); /* its previous DMA is done */
+    if (err) break;
+    uint8_t *h = e->up_host[i];
+    if (ldb == k) {
+      memcpy(h, src + (size_t)r * k, (size_t)n * k);
+    } else {
+      for (uint32_t j = 0; j < n; j++) {
+        memcpy(h + (size_t)j * ldb, src + (size_t)(r + j) * k, k);
+        memset(h + (size_t)j * ldb + k, 0, ldb - k);
+      }
+    }
+    err = cudaMemcpyAsync(dev + (size_t)r * ldb, h, (size_t)n * ldb, cudaMemcpyHostToDevice, e->up_stream);
+    if (!err) err = cudaEventRecord(e->up_free[i], e->up_stream);
+  }
+  const cudaError_t sync = cudaStreamSynchronize(e->up_stream);
+  pthread_mutex_unlock(&e->up_mu);
+  return err ? err : sync;
+}
+
 static int cuda_weight_load(gemmd_engine_t *base, gemmd_weight_t *w) {
   cuda_engine_t *e = (cuda_engine_t *)base;
   if (atomic_load(&e->failed)) return GEMMD_EDEVICE;
@@ -233,21 +278,9 @@ static int cuda_weight_load(gemmd_engine_t *base, gemmd_weight_t *w) {
   d->ldb = (w->k + ROW_ALIGN - 1) / ROW_ALIGN * ROW_ALIGN;
   const size_t ns = gemmd_scale_count(w->scale_layout, w->n, w->k);
   const size_t data_bytes = (size_t)w->n * d->ldb;
-  /* One contiguous copy (rows that need padding are padded here): with a strided copy
-   * from pageable memory, registering a 1 MiB weight took ~60 ms on the H200. */
-  uint8_t *padded = NULL;
-  if (d->ldb != w->k) {
-    padded = calloc(w->n, d->ldb);
-    if (padded == NULL) {
-      free(d);
-      return GEMMD_ENOMEM;
-    }
-    for (uint32_t r = 0; r < w->n; r++) memcpy(padded + (size_t)r * d->ldb, w->data + (size_t)r * w->k, w->k);
-  }
   cudaError_t err = cudaSetDevice(e->device);
   if (!err) err = cudaMalloc((void **)&d->data, data_bytes);
-  if (!err) err = cudaMemcpy(d->data, padded ? padded : w->data, data_bytes, cudaMemcpyHostToDevice);
-  free(padded);
+  if (!err) err = upload_rows(e, d->data, w->data, w->n, w->k, d->ldb);
   if (!err && ns > 0) err = cudaMalloc((void **)&d->scales, 4 * ns);
   if (!err && ns > 0) err = cudaMemcpy(d->scales, w->scales, 4 * ns, cudaMemcpyHostToDevice);
   if (!err && e->lt_ready && w->scale_layout == GEMMD_SCALE_BLOCK_128X128) {
@@ -962,10 +995,16 @@ static void cuda_close(gemmd_engine_t *base) {
       if (s->bulk) cudaStreamDestroy(s->bulk);
     }
     if (e->lt) gemmd_cublaslt_destroy(e->lt);
+    for (int i = 0; i < 2; i++) {
+      cudaFreeHost(e->up_host[i]);
+      if (e->up_free[i]) cudaEventDestroy(e->up_free[i]);
+    }
+    if (e->up_stream) cudaStreamDestroy(e->up_stream);
   }
   if (e->choices != NULL && e->choices_path[0] != '\0') gemmd_kernel_choices_save(e->choices, e->choices_path);
   gemmd_kernel_choices_free(e->choices);
   pthread_mutex_destroy(&e->mu);
+  pthread_mutex_destroy(&e->up_mu);
   pthread_cond_destroy(&e->cv);
   pthread_cond_destroy(&e->fin_cv);
   free(e);
@@ -1062,6 +1101,7 @@ int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn
                                                      : "gemmd simple (mma.sync)",
            e->use_graphs ? ", graphs" : ", eager");
   pthread_mutex_init(&e->mu, NULL);
+  pthread_mutex_init(&e->up_mu, NULL);
   pthread_condattr_t monotonic;
   pthread_condattr_init(&monotonic);
   pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
@@ -1084,6 +1124,11 @@ int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn
       err = cudaMalloc(&e->slots[i].ws, gemmd_gpu_gemm_workspace_bytes());
       if (!err) err = cudaMemset(e->slots[i].ws, 0, gemmd_gpu_gemm_workspace_bytes());
     }
+  }
+  if (!err) err = cudaStreamCreateWithFlags(&e->up_stream, cudaStreamNonBlocking);
+  for (int i = 0; i < 2 && !err; i++) {
+    err = cudaMallocHost((void **)&e->up_host[i], STAGE_BYTES);
+    if (!err) err = cudaEventCreateWithFlags(&e->up_free[i], cudaEventDisableTiming);
   }
   if (!err) err = cudaDeviceSynchronize(); /* the workspaces are zero before any batch */
   if (!err && e->lt_ready && gemmd_cublaslt_create(64u << 20, &e->lt) != GEMMD_OK) err = cudaErrorUnknown;
