@@ -117,14 +117,13 @@ void rpc_gemm_arrived(rpc_call_t *c) {
   gemm_call_t *g = (gemm_call_t *)c;
   c->cleanup = gemm_cleanup;
   gemmd_request_init(&g->req);
-  uint8_t *bytes;
-  size_t len;
-  if (rpc_read_buffer(c->payload, &bytes, &len) != GEMMD_OK) {
+  rpc_message_t in;
+  if (rpc_read_message(c->payload, &in) != GEMMD_OK) {
     gemm_refuse(c, GEMMD_CODE_INVALID_ARGUMENT, "the request carried no message");
     return;
   }
-  g->msg = gemmd__v1__gemm_request__unpack(NULL, len, bytes);
-  free(bytes);
+  g->msg = gemmd__v1__gemm_request__unpack(NULL, in.len, in.data);
+  rpc_message_release(&in);
   if (g->msg == NULL) {
     gemm_refuse(c, GEMMD_CODE_INVALID_ARGUMENT, "the request is not a valid gemmd.v1.GemmRequest message");
     return;
@@ -329,14 +328,13 @@ static void on_stream_recv(rpc_tag_t *tag, int ok) {
     rpc_call_unref(c);
     return;
   }
-  uint8_t *bytes;
-  size_t len;
-  const int read_rc = rpc_read_buffer(s->recv_buf, &bytes, &len);
+  rpc_message_t in;
+  const int read_rc = rpc_read_message(s->recv_buf, &in);
   grpc_byte_buffer_destroy(s->recv_buf);
   s->recv_buf = NULL;
   Gemmd__V1__GemmRequest *msg =
-      read_rc == GEMMD_OK ? gemmd__v1__gemm_request__unpack(NULL, len, bytes) : NULL;
-  if (read_rc == GEMMD_OK) free(bytes);
+      read_rc == GEMMD_OK ? gemmd__v1__gemm_request__unpack(NULL, in.len, in.data) : NULL;
+  if (read_rc == GEMMD_OK) rpc_message_release(&in);
   if (msg == NULL) {
     stream_reject(s, 0, GEMMD_CODE_INVALID_ARGUMENT, "the message is not a valid gemmd.v1.GemmRequest");
   } else {

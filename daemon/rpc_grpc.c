@@ -211,21 +211,17 @@ static void request_call(gemmd_rpc_t *rpc, int method, int cq) {
 
 /* ---- Helpers ---------------------------------------------------------------------------- */
 
-int rpc_read_buffer(grpc_byte_buffer *bb, uint8_t **data, size_t *len) {
+int rpc_read_message(grpc_byte_buffer *bb, rpc_message_t *m) {
   grpc_byte_buffer_reader reader;
   if (bb == NULL || !grpc_byte_buffer_reader_init(&reader, bb)) return GEMMD_EINVAL;
-  grpc_slice s = grpc_byte_buffer_reader_readall(&reader);
+  m->slice = grpc_byte_buffer_reader_readall(&reader);
   grpc_byte_buffer_reader_destroy(&reader);
-  *len = GRPC_SLICE_LENGTH(s);
-  *data = malloc(*len + 1);
-  if (*data == NULL) {
-    grpc_slice_unref(s);
-    return GEMMD_ENOMEM;
-  }
-  memcpy(*data, GRPC_SLICE_START_PTR(s), *len);
-  grpc_slice_unref(s);
+  m->data = GRPC_SLICE_START_PTR(m->slice);
+  m->len = GRPC_SLICE_LENGTH(m->slice);
   return GEMMD_OK;
 }
+
+void rpc_message_release(rpc_message_t *m) { grpc_slice_unref(m->slice); }
 
 grpc_byte_buffer *rpc_buffer(uint8_t *packed, size_t len) {
   grpc_slice s = grpc_slice_new(packed, len, free);

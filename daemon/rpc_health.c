@@ -44,12 +44,11 @@ static uint8_t *pack_status(serving_status_t st, size_t *len) {
 
 /* The service name of a HealthCheckRequest, malloc'd; NULL when the bytes are not one. */
 static char *decode_service(grpc_byte_buffer *bb) {
-  uint8_t *bytes;
-  size_t len;
-  if (rpc_read_buffer(bb, &bytes, &len) != GEMMD_OK) return NULL;
+  rpc_message_t in;
+  if (rpc_read_message(bb, &in) != GEMMD_OK) return NULL;
   Grpc__Health__V1__HealthCheckRequest *m =
-      grpc__health__v1__health_check_request__unpack(NULL, len, bytes);
-  free(bytes);
+      grpc__health__v1__health_check_request__unpack(NULL, in.len, in.data);
+  rpc_message_release(&in);
   if (m == NULL) return NULL;
   char *service = strdup(m->service ? m->service : "");
   grpc__health__v1__health_check_request__free_unpacked(m, NULL);
@@ -67,14 +66,13 @@ static void stats_on_loop(gemmd_server_t *srv, void *arg) {
 }
 
 void rpc_stats_arrived(rpc_call_t *c) {
-  uint8_t *bytes;
-  size_t len;
-  if (rpc_read_buffer(c->payload, &bytes, &len) != GEMMD_OK) {
+  rpc_message_t in;
+  if (rpc_read_message(c->payload, &in) != GEMMD_OK) {
     rpc_finish(c, NULL, 0, GEMMD_CODE_INVALID_ARGUMENT, "the request carried no message");
     return;
   }
-  Gemmd__V1__GetStatsRequest *m = gemmd__v1__get_stats_request__unpack(NULL, len, bytes);
-  free(bytes);
+  Gemmd__V1__GetStatsRequest *m = gemmd__v1__get_stats_request__unpack(NULL, in.len, in.data);
+  rpc_message_release(&in);
   if (m == NULL) {
     rpc_finish(c, NULL, 0, GEMMD_CODE_INVALID_ARGUMENT,
                "the request is not a valid gemmd.v1.GetStatsRequest message");

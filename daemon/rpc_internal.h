@@ -89,8 +89,16 @@ struct gemmd_rpc_s {
 void rpc_call_ref(rpc_call_t *c);
 void rpc_call_unref(rpc_call_t *c);
 
-/* The whole message of a byte buffer, malloc'd (may be empty: *len 0, *data non-NULL). */
-int rpc_read_buffer(grpc_byte_buffer *bb, uint8_t **data, size_t *len);
+/* The whole message of a byte buffer as one slice (gRPC's own when it arrived in one,
+ * else joined once): data and len for protobuf-c's unpack, which copies what it keeps, so
+ * the slice goes back right after (rpc_message_release). */
+typedef struct {
+  grpc_slice slice;
+  const uint8_t *data;
+  size_t len;
+} rpc_message_t;
+int rpc_read_message(grpc_byte_buffer *bb, rpc_message_t *m);
+void rpc_message_release(rpc_message_t *m);
 /* A byte buffer over `packed` (taken over: freed by gRPC). */
 grpc_byte_buffer *rpc_buffer(uint8_t *packed, size_t len);
 

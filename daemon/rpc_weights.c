@@ -286,15 +286,14 @@ static void unreg_submit(gemmd_server_t *srv, void *arg) {
 }
 
 void rpc_unregister_arrived(rpc_call_t *c) {
-  uint8_t *bytes;
-  size_t len;
-  if (rpc_read_buffer(c->payload, &bytes, &len) != GEMMD_OK) {
+  rpc_message_t in;
+  if (rpc_read_message(c->payload, &in) != GEMMD_OK) {
     rpc_finish(c, NULL, 0, GEMMD_CODE_INVALID_ARGUMENT, "the request carried no message");
     return;
   }
   Gemmd__V1__UnregisterWeightRequest *m =
-      gemmd__v1__unregister_weight_request__unpack(NULL, len, bytes);
-  free(bytes);
+      gemmd__v1__unregister_weight_request__unpack(NULL, in.len, in.data);
+  rpc_message_release(&in);
   if (m == NULL) {
     rpc_finish(c, NULL, 0, GEMMD_CODE_INVALID_ARGUMENT,
                "the request is not a valid gemmd.v1.UnregisterWeightRequest message");
@@ -369,14 +368,13 @@ static void list_on_loop(gemmd_server_t *srv, void *arg) {
 }
 
 void rpc_list_arrived(rpc_call_t *c) {
-  uint8_t *bytes;
-  size_t len;
-  if (rpc_read_buffer(c->payload, &bytes, &len) != GEMMD_OK) {
+  rpc_message_t in;
+  if (rpc_read_message(c->payload, &in) != GEMMD_OK) {
     rpc_finish(c, NULL, 0, GEMMD_CODE_INVALID_ARGUMENT, "the request carried no message");
     return;
   }
-  Gemmd__V1__ListWeightsRequest *m = gemmd__v1__list_weights_request__unpack(NULL, len, bytes);
-  free(bytes);
+  Gemmd__V1__ListWeightsRequest *m = gemmd__v1__list_weights_request__unpack(NULL, in.len, in.data);
+  rpc_message_release(&in);
   if (m == NULL) {
     rpc_finish(c, NULL, 0, GEMMD_CODE_INVALID_ARGUMENT,
                "the request is not a valid gemmd.v1.ListWeightsRequest message");
