@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# On the GPU machine: everything issue 5 asks the H200 to show, in one call.
-#   1. the GPU test binaries of the bundle (kernels against FP64);
-#   2. the integration suites against --backend cuda, with a Python gRPC client whose
-#      message classes are generated there (grpcio-tools carried as a wheel in .whl/);
-#   3. the engine's numbers (tools/bench/gpu_engine.sh).
-# Logs land in $OUT. Usage: tools/gpu/gpu_suite.sh [suites...] (default: all three parts)
+# On the GPU machine: the checks a change to the CUDA path needs, in one call.
+#   tests     the GPU test binaries of the bundle (kernels against FP64);
+#   suites    the integration suites against --backend cuda, with a Python gRPC client whose
+#             message classes are generated there (grpcio-tools carried as a wheel in .whl/);
+#   measured  cuda_test again with --gemm-kernel measured (cuBLASLt and gemmd's kernel mixed);
+#   dispatch  gemmctl bench's device time per batch at prefill shapes under each
+#             --gemm-kernel, the counts by kernel and the choices file;
+#   python    the Python package's pytest suite against --backend cuda (torch tensors);
+#   nvml      the gemmd_gpu_* gauges of a running gemmd;
+#   weights   tools/bench/weights_io.py on the CUDA backend;
+#   bench     the engine's numbers (tools/bench/gpu_engine.sh).
+# Logs land in $OUT. Usage: tools/gpu/gpu_suite.sh [parts...] (default: tests suites bench)
 set -u
 cd "$(dirname "$0")/../.."
 out="${OUT:-/tmp}"
@@ -24,6 +30,48 @@ if [[ " $parts " == *" suites "* ]]; then
     echo "$t $r: $(grep -E '^Ran |^OK|^FAILED' "$out/$t.log" | tr '\n' ' ')"
     grep -E '^(FAIL|ERROR):' "$out/$t.log" | head -n 5
   done
+fi
+cuda_env=(GEMMD_BIN_DIR="$PWD/.gpu/bin" GEMMD_TEST_BACKEND=cuda GEMMD_TEST_NO_PROMTOOL=1)
+if [[ " $parts " == *" measured "* ]]; then
+  if env "${cuda_env[@]}" GEMMD_TEST_ARGS="--backend cuda --gemm-kernel measured --kernel-choice-samples 1" \
+      timeout 300 python3 tests/cuda_test.py >"$out/cuda_test_measured.log" 2>&1; then r=PASSED; else r=FAILED; fail=1; fi
+  echo "cuda_test --gemm-kernel measured $r: $(grep -E '^Ran |^OK|^FAILED' "$out/cuda_test_measured.log" | tr '\n' ' ')"
+fi
+if [[ " $parts " == *" dispatch "* ]]; then
+  for k in wgmma cublaslt measured; do
+    wd=$(mktemp -d)
+    .gpu/bin/gemmd --backend cuda --gemm-kernel "$k" --split-flops 1e15 --weight-dir "$wd" \
+      --grpc-listen 127.0.0.1:50199 --metrics-listen 127.0.0.1:9499 --shm-socket "$wd/s.sock" >"$out/dispatch-$k.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 50); do grep -q '"listening"' "$out/dispatch-$k.log" && break; sleep 0.2; done
+    echo "# --gemm-kernel $k"
+    timeout 120 .gpu/bin/gemmctl --addr 127.0.0.1:50199 bench --concurrency 1 --duration 2 --warmup 1 --quiet \
+      --shape 4096x2112x7168,4096x7168x2048,4096x4096x4096,128x32768x512 2>&1 | tail -n 5
+    curl -s 127.0.0.1:9499/metrics | grep '^gemmd_batch_kernel_total'
+    kill "$pid"; wait "$pid"
+    [ -f "$wd/kernel-choices" ] && cat "$wd/kernel-choices"
+    rm -rf "$wd"
+  done
+fi
+if [[ " $parts " == *" python "* ]]; then
+  if env "${cuda_env[@]}" GEMMD_TEST_ARGS="--backend cuda" timeout 300 python3 -m pytest -q -p no:cacheprovider \
+      --rootdir=client/python client/python/tests >"$out/python_pytest.log" 2>&1; then r=PASSED; else r=FAILED; fail=1; fi
+  echo "python package pytest $r: $(tail -n 1 "$out/python_pytest.log")"
+fi
+if [[ " $parts " == *" nvml "* ]]; then
+  env "${cuda_env[@]}" timeout 60 python3 - <<'PY'
+import sys, time, urllib.request
+sys.path.insert(0, "tests")
+import harness as H
+with H.Gemmd("--backend", "cuda") as g:
+    time.sleep(2.5)  # a sampling period of the NVML thread
+    body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % g.metrics_port).read().decode()
+    print("\n".join(l for l in body.splitlines() if l.startswith("gemmd_gpu_")))
+PY
+  nvidia-smi --query-gpu=name,temperature.gpu,power.draw,memory.used,clocks.sm --format=csv
+fi
+if [[ " $parts " == *" weights "* ]]; then
+  env "${cuda_env[@]}" timeout 300 python3 tools/bench/weights_io.py --backend cuda --weights 4 --mib 256 2>&1 | tail -n 3
 fi
 if [[ " $parts " == *" bench "* ]]; then
   tools/bench/gpu_engine.sh 5 2>&1 | tee "$out/gpu_engine.log"
