@@ -33,6 +33,11 @@ typedef struct gemmd_engine_ops_s {
    * thread (registration) or the start-up loader's (loader.h), while batches run: it touches
    * only the weight and thread-safe engine state. */
   int (*weight_load)(gemmd_engine_t *e, gemmd_weight_t *w);
+  /* Quantizes a BF16/FP16/FP32 weight (no scales of its own, rows dense) to E4M3 with
+   * 128×128 scales into host memory, bit for bit what kernels/quantize.h gives (the CUDA
+   * engine: on the GPU). GEMMD_ENOTSUP or GEMMD_ENOMEM: the caller quantizes on the host.
+   * Any thread that registers weights. May be NULL. */
+  int (*weight_quantize)(gemmd_engine_t *e, const gemmd_operand_t *src, uint8_t *dst, float *scales);
   /* Drops the engine's copy; only called when no batch uses the weight. */
   void (*weight_unload)(gemmd_engine_t *e, gemmd_weight_t *w);
   /* Part of a shared-memory client's arena is in use / the arena is going away: the CUDA

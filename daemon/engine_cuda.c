@@ -43,6 +43,7 @@
 #include "kernels/cublaslt_gemm.h"
 #include "kernels/errors.h"
 #include "kernels/gpu_gemm.h"
+#include "kernels/gpu_quantize.h"
 
 enum { MAX_SLOTS = 8, N_FINISHERS = 4, ROW_ALIGN = 16, LT_CACHE = 64 };
 
@@ -268,6 +269,49 @@ static cudaError_t upload_rows(cuda_engine_t *e, uint8_t *dev, const uint8_t *sr
   const cudaError_t sync = cudaStreamSynchronize(e->up_stream);
   pthread_mutex_unlock(&e->up_mu);
   return err ? err : sync;
+}
+
+/* A BF16/FP16/FP32 weight quantized on the GPU (kernels/gpu_quantize.h, the same bits as
+ * the host's quantizer): staged up, quantized, the E4M3 bytes and scales copied back for
+ * the weight's host copy (which --weight-dir saves and weight_load uploads). */
+static int cuda_weight_quantize(gemmd_engine_t *base, const gemmd_operand_t *src, uint8_t *dst, float *scales) {
+  cuda_engine_t *e = (cuda_engine_t *)base;
+  if (atomic_load(&e->failed)) return GEMMD_EDEVICE;
+  if (src->scale_layout != GEMMD_SCALE_NONE || src->ld != src->cols || gemmd_dtype_is_fp8(src->dtype)) {
+    return GEMMD_ENOTSUP;
+  }
+  const size_t esz = gemmd_dtype_size(src->dtype), elems = (size_t)src->rows * src->cols;
+  const size_t ns = gemmd_scale_count(GEMMD_SCALE_BLOCK_128X128, src->rows, src->cols);
+  uint8_t *d_src = NULL, *d_dst = NULL;
+  float *d_scales = NULL;
+  cudaError_t err = cudaSetDevice(e->device);
+  if (!err) err = cudaMalloc((void **)&d_src, elems * esz);
+  if (!err) err = cudaMalloc((void **)&d_dst, elems);
+  if (!err) err = cudaMalloc((void **)&d_scales, 4 * ns);
+  if (err == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    cudaFree(d_src);
+    cudaFree(d_dst);
+    return GEMMD_ENOMEM;
+  }
+  if (!err) err = upload_rows(e, d_src, src->data, src->rows, (uint32_t)(src->cols * esz), (uint32_t)(src->cols * esz));
+  pthread_mutex_lock(&e->up_mu);
+  if (!err && gemmd_gpu_quantize_128x128(d_src, src->dtype, src->cols, src->rows, src->cols, GEMMD_DTYPE_FP8_E4M3,
+                                         d_dst, src->cols, d_scales, e->up_stream) != GEMMD_OK) {
+    err = cudaErrorLaunchFailure;
+  }
+  if (!err) err = cudaMemcpyAsync(dst, d_dst, elems, cudaMemcpyDeviceToHost, e->up_stream);
+  if (!err) err = cudaMemcpyAsync(scales, d_scales, 4 * ns, cudaMemcpyDeviceToHost, e->up_stream);
+  if (!err) err = cudaStreamSynchronize(e->up_stream);
+  pthread_mutex_unlock(&e->up_mu);
+  cudaFree(d_src);
+  cudaFree(d_dst);
+  cudaFree(d_scales);
+  if (err) {
+    cuda_failed(e, err, "weight quantization");
+    return GEMMD_EDEVICE;
+  }
+  return GEMMD_OK;
 }
 
 static int cuda_weight_load(gemmd_engine_t *base, gemmd_weight_t *w) {
@@ -1024,6 +1068,7 @@ static const gemmd_engine_ops_t cuda_ops = {
     .save_state = cuda_save_state,
     .submit = cuda_submit,
     .weight_load = cuda_weight_load,
+    .weight_quantize = cuda_weight_quantize,
     .weight_unload = cuda_weight_unload,
     .arena_register = cuda_arena_register,
     .arena_unregister = cuda_arena_unregister,

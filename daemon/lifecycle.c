@@ -232,6 +232,11 @@ static int create_engine(gemmd_server_t *srv) {
                                  gemmd_server_engine_done, srv, &srv->engine);
 }
 
+static int engine_quantize_weight(void *ctx, const gemmd_operand_t *src, uint8_t *dst, float *scales) {
+  gemmd_engine_t *e = ctx;
+  return e->ops->weight_quantize(e, src, dst, scales);
+}
+
 
 int gemmd_run(const gemmd_config_t *cfg) {
   gemmd_server_t *srv = calloc(1, sizeof *srv);
@@ -246,6 +251,9 @@ int gemmd_run(const gemmd_config_t *cfg) {
     gemmd_log(GEMMD_LOG_ERROR, "engine failed to start", "reason=\"%s\"", gemmd_strerror(rc));
     srv->exit_code = 1;
     goto fail;
+  }
+  if (srv->engine->ops->weight_quantize != NULL) {
+    srv->weight_quantizer = (gemmd_weight_quantizer_t){engine_quantize_weight, srv->engine};
   }
   gemmd_metrics_init(&srv->metrics, GEMMD_VERSION, srv->engine->backend, srv->engine->device);
   if (srv->engine->pci_bus_id[0] != '\0') {

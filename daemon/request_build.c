@@ -91,7 +91,7 @@ int gemmd_request_operands_quantize(const gemmd_gemm_operands_t *ops, int raw_ok
 int gemmd_request_prepare_operands(gemmd_request_t *r, const gemmd_gemm_operands_t *ops,
                                    int raw_ok, const char **failed) {
   if (ops->inline_b) {
-    const int rc = gemmd_weight_from_operand(&ops->b, NULL, NULL, &r->inline_b);
+    const int rc = gemmd_weight_from_operand(&ops->b, NULL, NULL, NULL, &r->inline_b);
     if (rc != GEMMD_OK) {
       *failed = "b";
       return rc;

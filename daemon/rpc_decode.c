@@ -162,7 +162,8 @@ int gemmd_weight_upload_append(gemmd_weight_upload_t *up, const Gemmd__V1__Regis
   return GEMMD_CODE_OK;
 }
 
-int gemmd_weight_upload_finish(gemmd_weight_upload_t *up, gemmd_weight_t **out, char *msg, size_t n) {
+int gemmd_weight_upload_finish(gemmd_weight_upload_t *up, const gemmd_weight_quantizer_t *q, gemmd_weight_t **out,
+                               char *msg, size_t n) {
   if (!up->started) {
     snprintf(msg, n, "the stream ended before any RegisterWeightRequest");
     return GEMMD_CODE_INVALID_ARGUMENT;
@@ -177,7 +178,7 @@ int gemmd_weight_upload_finish(gemmd_weight_upload_t *up, gemmd_weight_t **out, 
   gemmd_weight_t *w;
   /* FP8 bytes are taken over by the weight; other dtypes are quantized here. */
   const int fp8 = gemmd_dtype_is_fp8(up->dtype);
-  const int rc = gemmd_weight_from_operand(&op, NULL, NULL, &w);
+  const int rc = gemmd_weight_from_operand(&op, NULL, NULL, q, &w);
   if (rc != GEMMD_OK) {
     snprintf(msg, n, "cannot prepare the weight: %s", gemmd_strerror(rc));
     return GEMMD_CODE_RESOURCE_EXHAUSTED;

@@ -55,7 +55,8 @@ int gemmd_weight_upload_append(gemmd_weight_upload_t *up, const Gemmd__V1__Regis
 
 /* The stream ended: the weight (refs 1, name set, id 0), once every byte and scale came.
  * FP8 bytes are taken over by the weight; other dtypes are quantized here. */
-int gemmd_weight_upload_finish(gemmd_weight_upload_t *up, gemmd_weight_t **out, char *msg, size_t n);
+int gemmd_weight_upload_finish(gemmd_weight_upload_t *up, const gemmd_weight_quantizer_t *q, gemmd_weight_t **out,
+                               char *msg, size_t n);
 
 /* Frees what the upload holds (not a weight it made). */
 void gemmd_weight_upload_free(gemmd_weight_upload_t *up);

@@ -107,7 +107,7 @@ static void reg_submit(gemmd_server_t *srv, void *arg) {
 static void reg_complete(reg_call_t *r) {
   char msg[512];
   gemmd_weight_t *w;
-  const int code = gemmd_weight_upload_finish(&r->up, &w, msg, sizeof msg);
+  const int code = gemmd_weight_upload_finish(&r->up, &r->base.rpc->srv->weight_quantizer, &w, msg, sizeof msg);
   if (code != GEMMD_CODE_OK) {
     reg_fail(r, code, msg);
     return;

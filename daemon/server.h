@@ -75,6 +75,7 @@ struct gemmd_server_s {
   unsigned dispatch_held; /* > 0: a burst is being admitted; dispatch once it is in */
 
   gemmd_weights_t weights;
+  gemmd_weight_quantizer_t weight_quantizer; /* the engine's (weight_quantize), else none */
   unsigned weight_ops; /* registrations and removals still writing files */
 
   gemmd_metrics_t metrics;

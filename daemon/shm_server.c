@@ -314,7 +314,8 @@ typedef struct {
   shm_op_t *op;
   gemmd_operand_t src; /* validated, in the arena */
   char name[256];
-  gemmd_weight_t *w; /* made on the pool */
+  gemmd_weight_quantizer_t q; /* the engine's, for BF16/FP16/FP32 */
+  gemmd_weight_t *w;          /* made on the pool */
   int code;
   char msg[256];
 } reg_job_t;
@@ -332,6 +333,7 @@ static int take_register(shm_client_t *c, const gemmd_shm_sqe_t *e, reg_job_t **
     return GEMMD_CODE_RESOURCE_EXHAUSTED;
   }
   j->src = w;
+  j->q = c->ss->srv->weight_quantizer;
   memcpy(j->name, name, sizeof j->name);
   *out = j;
   return GEMMD_CODE_OK;
@@ -356,7 +358,7 @@ static void reg_work(uv_work_t *req) {
     w.data = copy;
     w.scales = ns ? (const float *)(const void *)(copy + data_bytes) : NULL;
   }
-  const int rc = gemmd_weight_from_operand(&w, copy, copy ? free : NULL, &j->w); /* owns copy */
+  const int rc = gemmd_weight_from_operand(&w, copy, copy ? free : NULL, &j->q, &j->w); /* owns copy */
   if (rc == GEMMD_OK && (j->w->name = strdup(j->name)) == NULL) {
     gemmd_weight_free(j->w);
     j->w = NULL;

@@ -7,7 +7,7 @@
 #include "kernels/quantize.h"
 
 int gemmd_weight_from_operand(const gemmd_operand_t *src, void *owner, void (*owner_free)(void *),
-                              gemmd_weight_t **out) {
+                              const gemmd_weight_quantizer_t *q, gemmd_weight_t **out) {
   gemmd_weight_t *w = calloc(1, sizeof *w);
   if (w == NULL) {
     if (owner_free) owner_free(owner);
@@ -33,7 +33,13 @@ int gemmd_weight_from_operand(const gemmd_operand_t *src, void *owner, void (*ow
     w->owned_data = malloc((size_t)src->rows * src->cols + 1);
     w->owned_scales = malloc(sizeof(float) * (ns + 1));
     int rc = (w->owned_data && w->owned_scales) ? GEMMD_OK : GEMMD_ENOMEM;
-    if (rc == GEMMD_OK) {
+    if (rc == GEMMD_OK && q != NULL && q->fn != NULL) {
+      rc = q->fn(q->ctx, src, w->owned_data, w->owned_scales);
+      if (rc == GEMMD_ENOTSUP || rc == GEMMD_ENOMEM) rc = -1; /* the host's, below */
+    } else if (rc == GEMMD_OK) {
+      rc = -1;
+    }
+    if (rc == -1) {
       rc = gemmd_quantize(src, GEMMD_DTYPE_FP8_E4M3, GEMMD_SCALE_BLOCK_128X128, w->owned_data,
                           w->owned_scales);
     }

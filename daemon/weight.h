@@ -47,13 +47,21 @@ static inline gemmd_operand_t gemmd_weight_operand(const gemmd_weight_t *w) {
   return op;
 }
 
+/* Who quantizes BF16/FP16/FP32 weights: fn writes rows × cols E4M3 bytes and the 128×128
+ * scales, the same bits as kernels/quantize.h (the CUDA engine's GPU quantizer). It may
+ * return GEMMD_ENOTSUP or GEMMD_ENOMEM, and the host's quantizer runs instead. */
+typedef struct {
+  int (*fn)(void *ctx, const gemmd_operand_t *src, uint8_t *dst, float *scales);
+  void *ctx;
+} gemmd_weight_quantizer_t;
+
 /* Builds a weight from a validated operand of any dtype: FP8 keeps its bytes and layout
  * (pointing into src's storage, kept alive by owner/owner_free, which the weight then
- * owns); BF16/FP16/FP32 are quantized to E4M3 with 128×128 scales (docs/api.md §1) and the
- * owner is freed at once. Returns 0, GEMMD_EINVAL or GEMMD_ENOMEM (owner freed on error).
- * *out has refs = 1. */
-int gemmd_weight_from_operand(const gemmd_operand_t *src, void *owner,
-                              void (*owner_free)(void *), gemmd_weight_t **out);
+ * owns); BF16/FP16/FP32 are quantized to E4M3 with 128×128 scales (docs/api.md §1), by q
+ * when given and able, else on this thread, and the owner is freed at once. Returns 0,
+ * GEMMD_EINVAL or GEMMD_ENOMEM (owner freed on error). *out has refs = 1. */
+int gemmd_weight_from_operand(const gemmd_operand_t *src, void *owner, void (*owner_free)(void *),
+                              const gemmd_weight_quantizer_t *q, gemmd_weight_t **out);
 
 /* Frees the weight's storage and the struct (not the engine copy: the engine's job). */
 void gemmd_weight_free(gemmd_weight_t *w);

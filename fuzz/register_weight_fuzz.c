@@ -64,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_touch(up.data, up.data_len);
     fuzz_touch(up.scales, sizeof(float) * up.n_scales);
     gemmd_weight_t *w = NULL;
-    code = gemmd_weight_upload_finish(&up, &w, msg, sizeof msg);
+    code = gemmd_weight_upload_finish(&up, NULL, &w, msg, sizeof msg);
     if (code != GEMMD_CODE_OK) {
       fuzz_check_message(msg, sizeof msg);
     } else {

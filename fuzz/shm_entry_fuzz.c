@@ -76,7 +76,7 @@ static void register_weight(const gemmd_shm_region_t *rg, const gemmd_shm_sqe_t 
   fuzz_touch_operand(&w);
   /* What the pool does next: the weight's own bytes (FP8 kept, others quantized). */
   gemmd_weight_t *made = NULL;
-  if (gemmd_weight_from_operand(&w, NULL, NULL, &made) == GEMMD_OK) {
+  if (gemmd_weight_from_operand(&w, NULL, NULL, NULL, &made) == GEMMD_OK) {
     const gemmd_operand_t op = gemmd_weight_operand(made);
     fuzz_touch_operand(&op);
     gemmd_weight_free(made);
