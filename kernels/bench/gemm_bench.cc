@@ -7,6 +7,15 @@
 //              [--tile-n 16,32,64,96,128,192] [--kinds rows128,tma_store,rows256,split,wide]
 //              [--b-scales block|tensor]
 //              [--splits 1,2,4,8] [--shape MxNxK,...] [--flush dirty|clean] [--stamps] [--sol] [--list]
+//              [--protocol gemmd|deepgemm]
+//
+// --protocol deepgemm times as DeepGEMM's tests do (deep_gemm/testing/bench.py): an 8 GB
+// memset before every run instead of 256 MiB, and inputs drawn from a normal distribution
+// and quantized per block (kernels/quantize.h: A 1×128, B 128×128) instead of random FP8
+// codes with random scales. Kernel time is still CUDA events around the launch, which the
+// memset queued ahead of it leaves within a few µs of the profiler's kernel time. Every
+// row, in both protocols, ends with the SM clock measured right after its timing
+// ("clk=MHz", clock64 against %globaltimer).
 //
 // --only runs the cases whose name holds any of the substrings (say "dense 4096x,stacked");
 // --list prints the names of the cases the arguments select and exits (no GPU needed).
@@ -63,6 +72,7 @@
 #include "kernels/errors.h"
 #include "kernels/gpu_gemm.h"
 #include "kernels/gpu_gemm_bench.h"
+#include "kernels/quantize.h"
 #include "kernels/ref_gemm.h"
 #include "kernels/testutil.h"
 
@@ -112,6 +122,18 @@ void random_scales(test_rng_t *rng, std::vector<float> &v, size_t n) {
   for (size_t i = 0; i < n; i++) v[i] = static_cast<float>(std::ldexp(0.5 + test_uniform(rng), -6));
 }
 
+// --protocol deepgemm's inputs: N(0, 1) values quantized to E4M3 with `layout`'s scales.
+void randn_quantized(test_rng_t *rng, std::vector<uint8_t> &codes, std::vector<float> &scales, uint32_t rows,
+                     uint32_t cols, gemmd_scale_layout_t layout) {
+  std::vector<float> v((size_t)rows * cols);
+  for (float &x : v) x = static_cast<float>(test_normal(rng));
+  codes.resize(v.size());
+  scales.resize(gemmd_scale_count(layout, rows, cols));
+  const gemmd_operand_t op = {rows, cols, cols, GEMMD_DTYPE_FP32, v.data(), GEMMD_SCALE_NONE, nullptr};
+  TEST_CHECK(gemmd_quantize_threads(&op, GEMMD_DTYPE_FP8_E4M3, layout, codes.data(), scales.data(), 0) == GEMMD_OK,
+             "quantizing the inputs");
+}
+
 struct Weight {
   uint32_t n, k;
   gemmd_scale_layout_t layout;  // of `scales`: 128×128 blocks or one per tensor
@@ -150,6 +172,7 @@ struct Bench {
   gemmd_scale_layout_t b_layout = GEMMD_SCALE_BLOCK_128X128;  // --b-scales
   bool stamps = false;  // --stamps
   bool sol = false;     // --sol
+  bool deepgemm = false;  // --protocol deepgemm
   int sms = 0;          // the GPU's SMs (--sol's grid)
 
   void flush_l2() {
@@ -324,9 +347,13 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
     Weight &w = weights[i];
     w.n = c.groups[i].n;
     w.k = c.groups[i].k;
-    random_fp8(rng, w.host, (size_t)w.n * w.k);
     w.layout = B.b_layout;
-    random_scales(rng, w.scales, gemmd_scale_count(w.layout, w.n, w.k));
+    if (B.deepgemm) {
+      randn_quantized(rng, w.host, w.scales, w.n, w.k, w.layout);
+    } else {
+      random_fp8(rng, w.host, (size_t)w.n * w.k);
+      random_scales(rng, w.scales, gemmd_scale_count(w.layout, w.n, w.k));
+    }
     w.dev = dev_alloc<uint8_t>(w.host.size());
     w.dev_scales = dev_alloc<float>(w.scales.size());
     w.dev_scales_lt = dev_alloc<float>(gemmd_cublaslt_b_scale_count(w.n, w.k));
@@ -346,8 +373,12 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
   for (uint32_t i = 0; i < ng; i++) {
     const Shape &s = c.groups[i];
     const Weight &w = weights[c.share_weight ? 0 : i];
-    random_fp8(rng, a[i], (size_t)s.m * s.k);
-    random_scales(rng, sa[i], gemmd_group_sa_count(s.m, s.k));
+    if (B.deepgemm) {
+      randn_quantized(rng, a[i], sa[i], s.m, s.k, GEMMD_SCALE_BLOCK_1X128);
+    } else {
+      random_fp8(rng, a[i], (size_t)s.m * s.k);
+      random_scales(rng, sa[i], gemmd_group_sa_count(s.m, s.k));
+    }
     gemmd_group_params_t &p = table[i];
     std::memset(&p, 0, sizeof p);
     p.m = s.m, p.n = s.n, p.k = s.k;
@@ -540,26 +571,27 @@ void run_case(Bench &B, test_rng_t *rng, const Case &c, FILE *csv) {
     sol_cell = cell;
   }
   const double tf_ours = flops / (ours.us * 1e-6) * 1e-12, tf_lt = lt.us > 0 ? flops / (lt.us * 1e-6) * 1e-12 : 0;
-  std::printf("%-34s %4u %9.1f %8.1f %8.2f %6s | %9.1f %8.1f %8.2f %6s | %6.2fx prep=%.1f/%.1fus kind=%s%s%s%s\n",
+  const double clk = gemmd_sm_clock_mhz(200000, B.stream);  // right after the timed runs
+  std::printf("%-34s %4u %9.1f %8.1f %8.2f %6s | %9.1f %8.1f %8.2f %6s | %6.2fx prep=%.1f/%.1fus clk=%.0f kind=%s%s%s%s\n",
               c.name.c_str(), tile_n,
               ours.us, tf_ours,
               bytes / (ours.us * 1e-6) * 1e-12, ours.ok ? "ok" : "FAIL", lt.us, tf_lt,
               lt.us > 0 ? bytes / (lt.us * 1e-6) * 1e-12 : 0.0,
               lt_rc != GEMMD_OK ? gemmd_strerror(lt_rc) : (lt.ok ? "ok" : "FAIL"),
-              lt.us > 0 ? lt.us / ours.us : 0.0, prep_cold, prep_warm, gemmd_tile_kind_name(tiles.kind), parts_note,
-              sweep.c_str(), sol_cell.c_str());
+              lt.us > 0 ? lt.us / ours.us : 0.0, prep_cold, prep_warm, clk, gemmd_tile_kind_name(tiles.kind),
+              parts_note, sweep.c_str(), sol_cell.c_str());
   if (B.stamps) {
     const uint32_t run_parts = gemmd_gpu_gemm_prepared_parts(host.data());
     print_stamps(B, [&] { gemmd_gpu_gemm_parts_run(B.kernel, batch, run_parts, B.stream); });
   }
   std::fflush(stdout);
   if (csv != nullptr) {
-    std::fprintf(csv, "%s,%s,%u,%.2f,%.1f,%.3f,%.3g,%.2f,%.1f,%.3f,%.3g,%.3f,%.2f,%.2f,%s,%.2f\n", c.name.c_str(),
+    std::fprintf(csv, "%s,%s,%u,%.2f,%.1f,%.3f,%.3g,%.2f,%.1f,%.3f,%.3g,%.3f,%.2f,%.2f,%s,%.2f,%.0f\n", c.name.c_str(),
                  gemmd_tile_kind_name(tiles.kind), tile_n, ours.us,
                  tf_ours,
                  bytes / (ours.us * 1e-6) * 1e-12, ours.err_max, lt.us, tf_lt,
                  lt.us > 0 ? bytes / (lt.us * 1e-6) * 1e-12 : 0.0, lt.err_max, lt.us > 0 ? lt.us / ours.us : 0.0,
-                 prep_cold, prep_warm, sweep.c_str(), sol_us);
+                 prep_cold, prep_warm, sweep.c_str(), sol_us, clk);
   }
   for (float *p : sa_lt) cudaFree(p);
   cudaFree(d_lt);
@@ -633,7 +665,7 @@ int main(int argc, char **argv) {
   std::vector<Case> todo = cases();
   bool list = false;
   static const char *const kValued[] = {"--reps", "--only", "--csv", "--shape", "--tile-n", "--kinds", "--b-scales",
-                                        "--kernel", "--splits", "--flush"};
+                                        "--kernel", "--splits", "--flush", "--protocol"};
   for (int i = 1; i < argc; i++) {
     if (!std::strcmp(argv[i], "--list")) {
       list = true;
@@ -671,6 +703,14 @@ int main(int argc, char **argv) {
         return 2;
       }
       B.clean_flush = !std::strcmp(argv[i], "clean");
+    }
+    if (!std::strcmp(argv[i - 1], "--protocol")) {
+      if (std::strcmp(argv[i], "gemmd") != 0 && std::strcmp(argv[i], "deepgemm") != 0) {
+        std::fprintf(stderr, "gemm_bench: --protocol takes gemmd or deepgemm, not '%s'\n", argv[i]);
+        return 2;
+      }
+      B.deepgemm = !std::strcmp(argv[i], "deepgemm");
+      if (B.deepgemm) B.flush_bytes = (size_t)8 << 30;
     }
     if (!std::strcmp(argv[i - 1], "--csv")) csv_path = argv[i];
     if (!std::strcmp(argv[i - 1], "--shape")) {
@@ -764,10 +804,12 @@ int main(int argc, char **argv) {
   cudaDeviceProp prop;
   CUDA_OK(cudaGetDeviceProperties(&prop, 0));
   B.sms = prop.multiProcessorCount;
-  std::printf("# %s, %d SMs, L2 %d MB; kernel %s; E4M3 A 1x128 x E4M3 B %s -> BF16; median of %d, L2 flushed%s\n",
+  std::printf("# %s, %d SMs, L2 %d MB; kernel %s; E4M3 A 1x128 x E4M3 B %s -> BF16; median of %d, %s%s\n",
               prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20,
               B.kernel == GEMMD_GPU_KERNEL_SIMPLE ? "simple" : "wgmma",
               B.b_layout == GEMMD_SCALE_TENSOR ? "per-tensor" : "128x128", B.reps,
+              B.deepgemm ? "protocol deepgemm: 8 GB memset before each run, randn inputs quantized per block"
+                         : "256 MiB L2 flush before each run",
               B.clean_flush ? " (clean: L2 left holding read lines)" : "");
   CUDA_OK(cudaStreamCreate(&B.stream));
   CUDA_OK(cudaEventCreate(&B.t0));
@@ -779,7 +821,7 @@ int main(int argc, char **argv) {
   }
   TEST_CHECK(gemmd_cublaslt_create(64u << 20, &B.lt) == GEMMD_OK, "cublasLt");
   FILE *csv = csv_path ? std::fopen(csv_path, "w") : nullptr;
-  if (csv) std::fprintf(csv, "case,kind,tile_n,us,tflops,tbps,err,lt_us,lt_tflops,lt_tbps,lt_err,speedup,prep_cold_us,prep_warm_us,sweep,sol_us\n");
+  if (csv) std::fprintf(csv, "case,kind,tile_n,us,tflops,tbps,err,lt_us,lt_tflops,lt_tbps,lt_err,speedup,prep_cold_us,prep_warm_us,sweep,sol_us,sm_clock_mhz\n");
   std::printf("%-34s %4s %9s %8s %8s %6s | %9s %8s %8s %6s | %7s%s\n", "case", "tn", "us", "TFLOPS", "TB/s",
               "check", "lt_us", "lt_TF", "lt_TB/s", "check", "vs lt",
               B.sweep.empty() && B.kinds.empty() && B.splits.empty() ? ""

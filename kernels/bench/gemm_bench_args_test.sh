@@ -24,8 +24,9 @@ check "a split sweep" 1 "$("$bench" --splits 1,2,4,8 --only 'dense 64x2112x7168'
 check "shapes and --only" "dense 8x2048x2048" "$("$bench" --shape 1x128x128,8x2048x2048 --only 'dense 8x' --list)"
 check "a clean flush" 2 "$("$bench" --flush clean --only decode --list | wc -l)"
 check "the memory floor" 2 "$("$bench" --sol --only decode --list | wc -l)"
+check "DeepGEMM's protocol" 2 "$("$bench" --protocol deepgemm --only decode --list | wc -l)"
 for bad in "--only nothing-matches" "--bogus 1" "--reps" "--reps 0" "--reps 3x" "--tile-n 48" "--kinds rows512" \
-           "--flush warm" \
+           "--flush warm" "--protocol cutlass" \
            "--splits 0" "--splits 9" "--splits 2x" \
            "--shape 0x1x1" "--kernel fast" "--b-scales row" "--list extra"; do
   # shellcheck disable=SC2086 # the words are the arguments

@@ -3,6 +3,7 @@
 #pragma once
 #include <cuda_runtime.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -21,6 +22,11 @@ cudaError_t gemmd_l2_read_all(const void *buf, size_t bytes, cudaStream_t stream
 // sets, not a proven bound.
 cudaError_t gemmd_stream_floor(const void *src, size_t read_bytes, void *dst, size_t write_bytes, int sms,
                                cudaStream_t stream);
+
+// The SM clock while it runs, in MHz: one thread counts clock64() cycles against the
+// %globaltimer nanoseconds over about `spin_ns` (beside the benchmark's figures, since the
+// clock under load decides what a kernel can reach). 0 if the launch failed.
+double gemmd_sm_clock_mhz(uint64_t spin_ns, cudaStream_t stream);
 
 #ifdef __cplusplus
 }
