@@ -787,12 +787,33 @@ static int lt_candidate(const gemmd_batch_t *b) {
   return 1;
 }
 
+/* Whether cuBLASLt has a plan for every group: a call it refused inside a capture would
+ * fail the batch's launch, which the engine takes for a device failure. */
+static int lt_plans(cuda_engine_t *e, const gemmd_batch_t *b) {
+  for (uint32_t g = 0; g < b->n_groups; g++) {
+    const gemmd_group_params_t *p = &b->table[g];
+    const gemmd_weight_t *w = b->group_weight[g];
+    const dev_weight_t *dw = w->engine_handle;
+    const uint32_t ldb = dw != NULL ? dw->ldb : (w->k + ROW_ALIGN - 1) / ROW_ALIGN * ROW_ALIGN;
+    const gemmd_cublaslt_call_t call = {p->m, p->n, p->k, (gemmd_dtype_t)p->a_dtype, (gemmd_dtype_t)p->b_dtype,
+                                        (gemmd_dtype_t)p->out_dtype, GEMMD_SCALE_BLOCK_1X128,
+                                        GEMMD_SCALE_BLOCK_128X128, NULL, p->lda, NULL, ldb, NULL, NULL, NULL};
+    if (gemmd_cublaslt_supported(e->lt, &call) != GEMMD_OK) return 0;
+  }
+  return 1;
+}
+
 static void choose_kernel(cuda_engine_t *e, slot_t *s, gemmd_batch_t *b) {
   s->measuring = 0;
   s->use_lt = e->mode == MODE_CUBLASLT;
   if (e->mode == MODE_MEASURED && lt_candidate(b)) {
     s->sig = gemmd_kernel_signature(b->table, b->n_groups);
     s->use_lt = gemmd_kernel_choices_pick(e->choices, s->sig, &s->measuring) == GEMMD_KERNEL_CUBLASLT;
+    if (s->use_lt && !lt_plans(e, b)) { /* gemmd's kernel for this signature, for good */
+      gemmd_kernel_choices_decide(e->choices, s->sig, GEMMD_KERNEL_OWN);
+      s->use_lt = 0;
+      s->measuring = 0;
+    }
   }
   b->kernel_lt = s->use_lt;
 }

@@ -139,6 +139,17 @@ void gemmd_kernel_choices_record(gemmd_kernel_choices_t *c, uint64_t sig, gemmd_
   pthread_mutex_unlock(&c->mu);
 }
 
+void gemmd_kernel_choices_decide(gemmd_kernel_choices_t *c, uint64_t sig, gemmd_kernel_t k) {
+  pthread_mutex_lock(&c->mu);
+  entry_t *e = find(c, sig, 1);
+  if (e != NULL && !e->decided) {
+    e->decided = 1;
+    e->choice = k;
+    c->dirty = 1;
+  }
+  pthread_mutex_unlock(&c->mu);
+}
+
 gemmd_kernel_choice_counts_t gemmd_kernel_choices_counts(gemmd_kernel_choices_t *c) {
   gemmd_kernel_choice_counts_t n = {0, 0, 0};
   pthread_mutex_lock(&c->mu);

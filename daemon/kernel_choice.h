@@ -31,6 +31,8 @@ uint64_t gemmd_kernel_signature(const gemmd_group_params_t *table, uint32_t n_gr
  * one of the measured runs (its time is then to be given to _record). */
 gemmd_kernel_t gemmd_kernel_choices_pick(gemmd_kernel_choices_t *c, uint64_t sig, int *measuring);
 void gemmd_kernel_choices_record(gemmd_kernel_choices_t *c, uint64_t sig, gemmd_kernel_t k, uint64_t gemm_ns);
+/* Decides a signature without measuring (a kernel that cannot run it). */
+void gemmd_kernel_choices_decide(gemmd_kernel_choices_t *c, uint64_t sig, gemmd_kernel_t k);
 
 typedef struct {
   unsigned decided_own, decided_cublaslt, measuring;

@@ -77,6 +77,17 @@ static void decides(void) {
   CHECK(gemmd_kernel_choices_pick(c, sig2, &measuring) == GEMMD_KERNEL_OWN); /* a tie: gemmd's */
   n = gemmd_kernel_choices_counts(c);
   CHECK(n.decided_cublaslt == 1 && n.decided_own == 1);
+
+  /* Decided without measuring (cuBLASLt has no plan for it): never measured again, kept. */
+  gemmd_kernel_choices_pick(c, 44, &measuring);
+  CHECK(measuring);
+  gemmd_kernel_choices_decide(c, 44, GEMMD_KERNEL_OWN);
+  gemmd_kernel_choices_record(c, 44, GEMMD_KERNEL_CUBLASLT, 1); /* a late time changes nothing */
+  for (int i = 0; i < 4; i++) {
+    CHECK(gemmd_kernel_choices_pick(c, 44, &measuring) == GEMMD_KERNEL_OWN && !measuring);
+  }
+  n = gemmd_kernel_choices_counts(c);
+  CHECK(n.decided_own == 2);
   gemmd_kernel_choices_free(c);
 }
 

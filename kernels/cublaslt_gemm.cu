@@ -110,8 +110,8 @@ extern "C" void gemmd_cublaslt_destroy(gemmd_cublaslt_t *h) {
   delete h;
 }
 
-extern "C" int gemmd_cublaslt_gemm(gemmd_cublaslt_t *h, const gemmd_cublaslt_call_t *c,
-                                   cudaStream_t stream) {
+// Finds (and remembers) cuBLASLt's algorithm for the call, then queues it unless `plan_only`.
+static int lt_gemm(gemmd_cublaslt_t *h, const gemmd_cublaslt_call_t *c, cudaStream_t stream, bool plan_only) {
   const bool block = c->a_layout == GEMMD_SCALE_BLOCK_1X128 && c->b_layout == GEMMD_SCALE_BLOCK_128X128;
   const bool scalar = (c->a_layout == GEMMD_SCALE_NONE || c->a_layout == GEMMD_SCALE_TENSOR) &&
                       (c->b_layout == GEMMD_SCALE_NONE || c->b_layout == GEMMD_SCALE_TENSOR);
@@ -168,8 +168,8 @@ extern "C" int gemmd_cublaslt_gemm(gemmd_cublaslt_t *h, const gemmd_cublaslt_cal
       }
     }
     const float alpha = 1.0f, beta = 0.0f;
-    if (cublasLtMatmul(h->handle, desc, &alpha, c->b, lx, c->a, ly, &beta, c->d, ld, c->d, ld, &algo,
-                       h->workspace, h->workspace_bytes, stream) == CUBLAS_STATUS_SUCCESS) {
+    if (plan_only || cublasLtMatmul(h->handle, desc, &alpha, c->b, lx, c->a, ly, &beta, c->d, ld, c->d, ld, &algo,
+                                    h->workspace, h->workspace_bytes, stream) == CUBLAS_STATUS_SUCCESS) {
       rc = GEMMD_OK;
     }
   }
@@ -180,4 +180,12 @@ out:
   if (lx) cublasLtMatrixLayoutDestroy(lx);
   cublasLtMatmulDescDestroy(desc);
   return rc;
+}
+
+extern "C" int gemmd_cublaslt_gemm(gemmd_cublaslt_t *h, const gemmd_cublaslt_call_t *c, cudaStream_t stream) {
+  return lt_gemm(h, c, stream, false);
+}
+
+extern "C" int gemmd_cublaslt_supported(gemmd_cublaslt_t *h, const gemmd_cublaslt_call_t *c) {
+  return lt_gemm(h, c, nullptr, true);
 }

@@ -45,6 +45,10 @@ void gemmd_cublaslt_destroy(gemmd_cublaslt_t *h);
  * here), GEMMD_EINVAL or GEMMD_EDEVICE. */
 int gemmd_cublaslt_gemm(gemmd_cublaslt_t *h, const gemmd_cublaslt_call_t *call, cudaStream_t stream);
 
+/* Whether cuBLASLt takes the call, queuing nothing (host only; its pointers are not read):
+ * 0, or what gemmd_cublaslt_gemm would refuse it with. The plan found is remembered. */
+int gemmd_cublaslt_supported(gemmd_cublaslt_t *h, const gemmd_cublaslt_call_t *call);
+
 /* Device kernels that rewrite row-major gemmd scales into cuBLASLt's layouts:
  * a: m × ceil(k/128) → M-major; b: ceil(n/128) × ceil(k/128) → rows padded to 4. */
 int gemmd_cublaslt_convert_a_scales(const float *src, uint32_t m, uint32_t k, float *dst,

@@ -100,17 +100,32 @@ static void fill_tables(void) {
 }
 
 /* The table indices of v[i] / scale, CHUNK at a time: the divisions and bit tests in
- * vector registers (built for AVX2 too, picked at load time), the lookups after. */
+ * vector registers (an AVX2 build of the loop where the CPU has it, chosen at run time:
+ * ifunc-based target_clones do not start under the sanitizers), the lookups after. */
 enum { CHUNK = 64 };
-__attribute__((target_clones("avx2", "default"))) static void code_indices(const float *v, float scale, int shift,
-                                                                          uint32_t *idx) {
-  const uint32_t low = (1u << shift) - 1u;
-  for (int i = 0; i < CHUNK; i++) {
-    const float q = v[i] / scale;
-    uint32_t u;
-    memcpy(&u, &q, sizeof u);
-    idx[i] = (u >> shift) << 1 | ((u & low) != 0);
+#define CODE_INDICES_BODY                                  \
+  const uint32_t low = (1u << shift) - 1u;                 \
+  for (int i = 0; i < CHUNK; i++) {                        \
+    const float q = v[i] / scale;                          \
+    uint32_t u;                                            \
+    memcpy(&u, &q, sizeof u);                              \
+    idx[i] = (u >> shift) << 1 | ((u & low) != 0);         \
   }
+static void code_indices_plain(const float *v, float scale, int shift, uint32_t *idx) { CODE_INDICES_BODY }
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) static void code_indices_avx2(const float *v, float scale, int shift,
+                                                              uint32_t *idx) {
+  CODE_INDICES_BODY
+}
+#endif
+static void code_indices(const float *v, float scale, int shift, uint32_t *idx) {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx2")) {
+    code_indices_avx2(v, scale, shift, idx);
+    return;
+  }
+#endif
+  code_indices_plain(v, scale, shift, idx);
 }
 
 void gemmd_quantize_span(gemmd_dtype_t fp8, const float *v, size_t n, float scale, uint8_t *dst) {
