@@ -92,36 +92,61 @@ static void reg_done(void *ctx, int code, const char *message, const gemmd_weigh
   rpc_call_unref(&r->base);
 }
 
+/* The weight made from a complete upload, on the uv pool: quantizing a BF16/FP16/FP32
+ * weight takes time in proportion to it (hundreds of ms for a large one), which neither a
+ * completion-queue thread, serving every other call, nor the loop may spend. */
 typedef struct {
+  uv_work_t work;
   reg_call_t *r;
   gemmd_weight_t *w;
-} reg_post_t;
+  int code;
+  char msg[512];
+} reg_make_t;
 
-static void reg_submit(gemmd_server_t *srv, void *arg) {
-  reg_post_t *p = arg;
-  gemmd_server_register_weight(srv, p->w, reg_done, p->r);
-  free(p);
+static void reg_make_work(uv_work_t *req) {
+  reg_make_t *m = req->data;
+  m->code = gemmd_weight_upload_finish(&m->r->up, &m->r->base.rpc->srv->weight_quantizer, &m->w, m->msg,
+                                       sizeof m->msg);
 }
 
-/* The whole weight is here: check it is complete, make the weight, post it. */
-static void reg_complete(reg_call_t *r) {
-  char msg[512];
-  gemmd_weight_t *w;
-  const int code = gemmd_weight_upload_finish(&r->up, &r->base.rpc->srv->weight_quantizer, &w, msg, sizeof msg);
-  if (code != GEMMD_CODE_OK) {
-    reg_fail(r, code, msg);
-    return;
+/* Loop thread: the weight goes to the registry (reg_done answers), or the call fails. */
+static void reg_make_done(uv_work_t *req, int status) {
+  reg_make_t *m = req->data;
+  reg_call_t *r = m->r;
+  if (status == 0 && m->code == GEMMD_CODE_OK) {
+    gemmd_server_register_weight(r->base.rpc->srv, m->w, reg_done, r); /* takes this reference */
+  } else {
+    if (status == 0) {
+      reg_fail(r, m->code, m->msg);
+    } else {
+      if (m->code == GEMMD_CODE_OK) gemmd_weight_free(m->w);
+      reg_fail(r, GEMMD_CODE_UNAVAILABLE, "gemmd is stopping");
+    }
+    rpc_call_unref(&r->base);
   }
-  reg_post_t *p = malloc(sizeof *p);
-  if (p == NULL) {
-    gemmd_weight_free(w);
+  free(m);
+}
+
+static void reg_make(gemmd_server_t *srv, void *arg) {
+  reg_make_t *m = arg;
+  m->work.data = m;
+  if (uv_queue_work(&srv->loop, &m->work, reg_make_work, reg_make_done) != 0) {
+    reg_fail(m->r, GEMMD_CODE_UNAVAILABLE, "gemmd is stopping");
+    rpc_call_unref(&m->r->base);
+    free(m);
+  }
+}
+
+/* The whole weight is here: the weight is made on the uv pool, then registered. */
+static void reg_complete(reg_call_t *r) {
+  reg_make_t *m = calloc(1, sizeof *m);
+  if (m == NULL) {
     reg_fail(r, GEMMD_CODE_RESOURCE_EXHAUSTED, "out of memory");
     return;
   }
-  p->r = r;
-  p->w = w;
+  m->r = r;
   rpc_call_ref(&r->base);
-  gemmd_server_post(r->base.rpc->srv, reg_submit, p);
+  gemmd_server_post(r->base.rpc->srv, reg_make, m);
 }
 
 /* The upload's admission: one of --max-registrations, and room in the weight budget beside
