@@ -29,9 +29,6 @@
 
 static void maybe_stop(gemmd_server_t *srv);
 
-/* Every TICK_MS: (1) answer queued requests whose deadline passed, so they do not hold
- * queue slots while the engine is busy; (2) reload a changed gRPC token file; (3) finish a
- * drain that is complete. */
 /* The engine's state that outlives a start (save_state), written on the uv pool. */
 static void save_state_work(uv_work_t *w) {
   gemmd_server_t *srv = w->data;
@@ -45,6 +42,10 @@ static void save_state_done(uv_work_t *w, int status) {
 
 enum { SAVE_STATE_TICKS = 50 }; /* 5 s */
 
+/* Every TICK_MS: (1) answer queued requests whose deadline passed, so they do not hold
+ * queue slots while the engine is busy; (2) reload a changed gRPC token file; (3) every
+ * SAVE_STATE_TICKS, save what the engine learned (its kernel choices); (4) finish a drain
+ * that is complete. */
 static void on_tick(uv_timer_t *t) {
   gemmd_server_t *srv = t->data;
   gemmd_server_expire(srv);
