@@ -9,7 +9,8 @@ out="${OUT:-/tmp}"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl \
   >/dev/null 2>&1 && export PYTHONPATH=/tmp/site
 source .gpu/gpu_env.sh
-export GEMMD_BIN_DIR="$PWD/.gpu/bin" PYTHONUNBUFFERED=1
+# GEMMD_BIN_DIR may name another build's binaries (gemmd and serving_worker) for an A/B.
+export GEMMD_BIN_DIR="${GEMMD_BIN_DIR:-$PWD/.gpu/bin}" PYTHONUNBUFFERED=1
 echo "# $(date -u +%FT%TZ) $(nproc) CPUs, $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader)"
 python3 -c 'import torch, google.protobuf, grpc; print("# torch", torch.__version__, "protobuf", google.protobuf.__version__, "grpcio", grpc.__version__)'
 runs="${1:---backend cuda --torch}"
