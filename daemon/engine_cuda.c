@@ -110,10 +110,10 @@ struct cuda_engine_s {
   gemmd_engine_t base;
   int device;
   /* Which implementation runs batches: gemmd's own kernel, cuBLASLt, or per batch by
-   * measured time (kernel_choice.h). lt_ready: cuBLASLt may run (its handle, weights'
-   * scales in its layout); own_ready: gemmd's kernel may. */
+   * measured time (kernel_choice.h). cuBLASLt's handle and the weights' scales in its
+   * layout exist unless MODE_OWN; the WGMMA kernel's workspaces unless MODE_CUBLASLT. */
   enum { MODE_OWN, MODE_CUBLASLT, MODE_MEASURED } mode;
-  int lt_ready, own_ready, use_graphs;
+  int use_graphs;
   gemmd_gpu_kernel_t kernel; /* gemmd's own kernel */
   gemmd_kernel_choices_t *choices; /* MODE_MEASURED */
   char choices_path[4096];          /* where they persist; "" for nowhere */
@@ -327,7 +327,7 @@ static int cuda_weight_load(gemmd_engine_t *base, gemmd_weight_t *w) {
   if (!err) err = upload_rows(e, d->data, w->data, w->n, w->k, d->ldb);
   if (!err && ns > 0) err = cudaMalloc((void **)&d->scales, 4 * ns);
   if (!err && ns > 0) err = cudaMemcpy(d->scales, w->scales, 4 * ns, cudaMemcpyHostToDevice);
-  if (!err && e->lt_ready && w->scale_layout == GEMMD_SCALE_BLOCK_128X128) {
+  if (!err && e->mode != MODE_OWN && w->scale_layout == GEMMD_SCALE_BLOCK_128X128) {
     err = cudaMalloc((void **)&d->scales_lt, 4 * gemmd_cublaslt_b_scale_count(w->n, w->k));
     if (!err && gemmd_cublaslt_convert_b_scales(d->scales, w->n, w->k, d->scales_lt, 0) != GEMMD_OK) {
       err = cudaErrorLaunchFailure;
@@ -900,15 +900,6 @@ static void *stager_main(void *arg) {
   }
 }
 
-/* Frees a batch's slot for the next batch (the stager may take it at once). */
-static void free_slot(cuda_engine_t *e, slot_t *s) {
-  pthread_mutex_lock(&e->mu);
-  s->busy = 0;
-  s->batch = NULL;
-  pthread_cond_broadcast(&e->cv);
-  pthread_mutex_unlock(&e->mu);
-}
-
 /* The end of a batch with its status: results bound for shared-memory arenas that are not
  * pinned are copied there from the slot's pinned buffer, then engine.h's done (the
  * completions and their wake-ups, the post to the loop). */
@@ -1016,11 +1007,17 @@ static int cuda_submit(gemmd_engine_t *base, gemmd_batch_t *b) {
   return GEMMD_OK;
 }
 
-/* The loop has answered the batch: its slot (and staging memory) is free again. */
+/* The batch is answered (engine.h): its slot (and staging memory) is free again; the
+ * stager may take it at once. */
 static void cuda_batch_release(gemmd_engine_t *base, gemmd_batch_t *b) {
+  cuda_engine_t *e = (cuda_engine_t *)base;
   slot_t *s = b->engine_data;
-  if (s == NULL) return; /* freed already (answer_batch), or never on the device */
-  free_slot((cuda_engine_t *)base, s);
+  if (s == NULL) return; /* released already (by done), or never on the device */
+  pthread_mutex_lock(&e->mu);
+  s->busy = 0;
+  s->batch = NULL;
+  pthread_cond_broadcast(&e->cv);
+  pthread_mutex_unlock(&e->mu);
   b->engine_data = NULL;
 }
 
@@ -1124,8 +1121,6 @@ int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn
   const char *k = o->kernel != NULL ? o->kernel : "wgmma";
   e->mode = strcmp(k, "cublaslt") == 0 ? MODE_CUBLASLT : strcmp(k, "measured") == 0 ? MODE_MEASURED : MODE_OWN;
   e->kernel = strcmp(k, "gemmd") == 0 ? GEMMD_GPU_KERNEL_SIMPLE : GEMMD_GPU_KERNEL_WGMMA;
-  e->lt_ready = e->mode != MODE_OWN;
-  e->own_ready = e->mode != MODE_CUBLASLT;
   if (e->mode == MODE_MEASURED) {
     e->choices = gemmd_kernel_choices_create(o->choice_samples > 0 ? (unsigned)o->choice_samples : 3, 4096);
     if (e->choices == NULL) {
@@ -1186,7 +1181,7 @@ int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn
     if (!err) err = cudaEventCreate(&e->slots[i].gemm_start);
     if (!err) err = cudaEventCreate(&e->slots[i].gemm_stop);
     /* Split-K batches on the slots' streams may run at once: a workspace each. */
-    if (!err && e->own_ready && e->kernel == GEMMD_GPU_KERNEL_WGMMA) {
+    if (!err && e->mode != MODE_CUBLASLT && e->kernel == GEMMD_GPU_KERNEL_WGMMA) {
       err = cudaMalloc(&e->slots[i].ws, gemmd_gpu_gemm_workspace_bytes());
       if (!err) err = cudaMemset(e->slots[i].ws, 0, gemmd_gpu_gemm_workspace_bytes());
     }
@@ -1197,7 +1192,7 @@ int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn
     if (!err) err = cudaEventCreateWithFlags(&e->up_free[i], cudaEventDisableTiming);
   }
   if (!err) err = cudaDeviceSynchronize(); /* the workspaces are zero before any batch */
-  if (!err && e->lt_ready && gemmd_cublaslt_create(64u << 20, &e->lt) != GEMMD_OK) err = cudaErrorUnknown;
+  if (!err && e->mode != MODE_OWN && gemmd_cublaslt_create(64u << 20, &e->lt) != GEMMD_OK) err = cudaErrorUnknown;
   if (err) {
     snprintf(why, whylen, "CUDA set-up failed: %s", cudaGetErrorString(err));
     gemmd_kernel_choices_free(e->choices);

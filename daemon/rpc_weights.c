@@ -109,19 +109,20 @@ static void reg_make_work(uv_work_t *req) {
                                        sizeof m->msg);
 }
 
-/* Loop thread: the weight goes to the registry (reg_done answers), or the call fails. */
+/* Loop thread: the weight goes to the registry (reg_done answers and takes the call's
+ * reference), or the call fails with m's code (status: the work was cancelled). */
 static void reg_make_done(uv_work_t *req, int status) {
   reg_make_t *m = req->data;
   reg_call_t *r = m->r;
-  if (status == 0 && m->code == GEMMD_CODE_OK) {
-    gemmd_server_register_weight(r->base.rpc->srv, m->w, reg_done, r); /* takes this reference */
+  if (status != 0) {
+    if (m->code == GEMMD_CODE_OK && m->w != NULL) gemmd_weight_free(m->w);
+    m->code = GEMMD_CODE_UNAVAILABLE;
+    snprintf(m->msg, sizeof m->msg, "gemmd is stopping");
+  }
+  if (m->code == GEMMD_CODE_OK) {
+    gemmd_server_register_weight(r->base.rpc->srv, m->w, reg_done, r);
   } else {
-    if (status == 0) {
-      reg_fail(r, m->code, m->msg);
-    } else {
-      if (m->code == GEMMD_CODE_OK) gemmd_weight_free(m->w);
-      reg_fail(r, GEMMD_CODE_UNAVAILABLE, "gemmd is stopping");
-    }
+    reg_fail(r, m->code, m->msg);
     rpc_call_unref(&r->base);
   }
   free(m);
@@ -130,11 +131,7 @@ static void reg_make_done(uv_work_t *req, int status) {
 static void reg_make(gemmd_server_t *srv, void *arg) {
   reg_make_t *m = arg;
   m->work.data = m;
-  if (uv_queue_work(&srv->loop, &m->work, reg_make_work, reg_make_done) != 0) {
-    reg_fail(m->r, GEMMD_CODE_UNAVAILABLE, "gemmd is stopping");
-    rpc_call_unref(&m->r->base);
-    free(m);
-  }
+  if (uv_queue_work(&srv->loop, &m->work, reg_make_work, reg_make_done) != 0) reg_make_done(&m->work, UV_ECANCELED);
 }
 
 /* The whole weight is here: the weight is made on the uv pool, then registered. */

@@ -6,6 +6,16 @@
 #include "kernels/errors.h"
 #include "kernels/quantize.h"
 
+/* E4M3 with 128×128 scales: by q when it can, else by the host's quantizer. */
+static int quantize_weight(const gemmd_weight_quantizer_t *q, const gemmd_operand_t *src, uint8_t *dst,
+                           float *scales) {
+  if (q != NULL && q->fn != NULL) {
+    const int rc = q->fn(q->ctx, src, dst, scales);
+    if (rc != GEMMD_ENOTSUP && rc != GEMMD_ENOMEM) return rc;
+  }
+  return gemmd_quantize(src, GEMMD_DTYPE_FP8_E4M3, GEMMD_SCALE_BLOCK_128X128, dst, scales);
+}
+
 int gemmd_weight_from_operand(const gemmd_operand_t *src, void *owner, void (*owner_free)(void *),
                               const gemmd_weight_quantizer_t *q, gemmd_weight_t **out) {
   gemmd_weight_t *w = calloc(1, sizeof *w);
@@ -33,16 +43,7 @@ int gemmd_weight_from_operand(const gemmd_operand_t *src, void *owner, void (*ow
     w->owned_data = malloc((size_t)src->rows * src->cols + 1);
     w->owned_scales = malloc(sizeof(float) * (ns + 1));
     int rc = (w->owned_data && w->owned_scales) ? GEMMD_OK : GEMMD_ENOMEM;
-    if (rc == GEMMD_OK && q != NULL && q->fn != NULL) {
-      rc = q->fn(q->ctx, src, w->owned_data, w->owned_scales);
-      if (rc == GEMMD_ENOTSUP || rc == GEMMD_ENOMEM) rc = -1; /* the host's, below */
-    } else if (rc == GEMMD_OK) {
-      rc = -1;
-    }
-    if (rc == -1) {
-      rc = gemmd_quantize(src, GEMMD_DTYPE_FP8_E4M3, GEMMD_SCALE_BLOCK_128X128, w->owned_data,
-                          w->owned_scales);
-    }
+    if (rc == GEMMD_OK) rc = quantize_weight(q, src, w->owned_data, w->owned_scales);
     if (owner_free) owner_free(owner);
     if (rc != GEMMD_OK) {
       free(w->owned_data);

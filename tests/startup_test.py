@@ -123,17 +123,24 @@ class Loading(unittest.TestCase):
             notify.close()
             os.unlink(sock_path)
 
-    def test_sigterm_while_loading(self):
-        d = H.Gemmd("--preload", self.file, "--test-load-delay-ms", "2000", wait_ready=False)
+    def sigterm_while_loading(self, *args, settle=0.0):
+        """SIGTERM to a gemmd started with args once it listens (and settle s more): it
+        exits 0 within 5 s. Its log."""
+        d = H.Gemmd(*args, wait_ready=False)
         try:
             d.wait_listening()
+            time.sleep(settle)
             t0 = time.time()
             d.proc.send_signal(15)
             self.assertEqual(d.wait(timeout=30), 0)
-            self.assertLess(time.time() - t0, 5, "the loader should skip what is left")
-            self.assertNotIn('msg="serving"', d.log_text())
+            self.assertLess(time.time() - t0, 5, "the loader should stop and skip what is left")
+            return d.log_text()
         finally:
             d.stop()
+
+    def test_sigterm_while_loading(self):
+        log = self.sigterm_while_loading("--preload", self.file, "--test-load-delay-ms", "2000")
+        self.assertNotIn('msg="serving"', log)
 
     def test_sigterm_while_restoring(self):
         """The same for --weight-dir, whose files several threads read ahead."""
@@ -143,17 +150,8 @@ class Loading(unittest.TestCase):
             for i in range(12):
                 w = H.make_matrix(pb, self.rng, 16, K, H.DT_E4M3, H.SL_NONE)
                 d.stub().RegisterWeight(iter([pb.RegisterWeightRequest(name="r%d" % i, weight=w)]))
-        d = H.Gemmd("--weight-dir", wdir, "--test-load-delay-ms", "1000", wait_ready=False)
-        try:
-            d.wait_listening()
-            time.sleep(0.3)
-            t0 = time.time()
-            d.proc.send_signal(15)
-            self.assertEqual(d.wait(timeout=30), 0)
-            self.assertLess(time.time() - t0, 5, "the loader and its readers should stop")
-            self.assertIn("readers=", d.log_text())
-        finally:
-            d.stop()
+        log = self.sigterm_while_loading("--weight-dir", wdir, "--test-load-delay-ms", "1000", settle=0.3)
+        self.assertIn("readers=", log)
         with H.Gemmd("--weight-dir", wdir) as d:  # and nothing was lost
             self.assertEqual(len(d.stub().ListWeights(pb.ListWeightsRequest()).weights), 12)
 
