@@ -877,9 +877,14 @@ static unsigned handshakes_of(const gemmd_shm_server_t *ss, uid_t uid) {
   return n;
 }
 
-/* Turns a connection away before it holds anything: a refusal it can read, then close. */
+/* Turns a connection away before it holds anything: a refusal it can read, then close. A
+ * HELLO already queued is read first: closing a socket with unread data resets the peer's
+ * end, and the client would see the reset instead of the refusal. */
 static void turn_away(int fd, int code, const char *msg) {
   (void)send_refusal(fd, code, msg); /* if it cannot be sent, the client sees the close */
+  char sink[2 * sizeof(gemmd_shm_hello_t)];
+  for (int i = 0; i < 4 && recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; i++) {
+  }
   close(fd);
 }
 
@@ -920,7 +925,9 @@ static void on_listen(uv_poll_t *h, int status, int events) {
       snprintf(msg, sizeof msg, "%u connections are between connect and HELLO (%u of uid %u; "
                "--shm-max-handshakes, --shm-max-handshakes-per-uid); retry", ss->n_handshaking,
                handshakes_of(ss, peer.uid), (unsigned)peer.uid);
-      turn_away(fd, GEMMD_CODE_RESOURCE_EXHAUSTED, msg);
+      /* UNAVAILABLE: a burst of workers starting together passes this bound, and the
+       * clients try again after a backoff (gRPC's meaning: transient, retry). */
+      turn_away(fd, GEMMD_CODE_UNAVAILABLE, msg);
       continue;
     }
     shm_client_t *c = calloc(1, sizeof *c);

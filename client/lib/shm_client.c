@@ -804,19 +804,20 @@ int gemmd_shm_set_wait(gemmd_shm_client_t *s, const char *mode, unsigned spin_us
   return 0;
 }
 
-int gemmd_shm_connect(const char *path, const gemmd_client_options_t *o, gemmd_shm_client_t **out,
-                      gemmd_status_t *status) {
-  *out = NULL;
+/* One connect, HELLO and WELCOME. 0 with the socket and the WELCOME's three fds, or -1 with
+ * status; *transient says whether trying again may succeed: gemmd turned the connection away
+ * with UNAVAILABLE (too many handshakes at once), closed it before its WELCOME, or its listen
+ * backlog was full. */
+static int hello_once(const char *path, int *sock_out, gemmd_shm_welcome_t *w, int fds[3],
+                      int *transient, gemmd_status_t *status) {
+  *transient = 0;
   struct sockaddr_un addr = {.sun_family = AF_UNIX};
-  if (strlen(path) >= sizeof addr.sun_path) {
-    return gemmd_status_set(status, GEMMD_STATUS_INVALID_ARGUMENT, "socket path too long: %s",
-                            path);
-  }
   snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path);
   const int sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (sock < 0 || connect(sock, (struct sockaddr *)&addr, sizeof addr) != 0) {
     const int err = errno;
     if (sock >= 0) close(sock);
+    *transient = err == EAGAIN;
     return gemmd_status_set(status, GEMMD_STATUS_UNAVAILABLE, "cannot connect to %s: %s", path,
                             strerror(err));
   }
@@ -824,40 +825,67 @@ int gemmd_shm_connect(const char *path, const gemmd_client_options_t *o, gemmd_s
   memset(&hello, 0, sizeof hello);
   memcpy(hello.magic, GEMMD_SHM_MAGIC, 8);
   hello.version = GEMMD_SHM_VERSION;
-  gemmd_shm_welcome_t w;
-  int fds[3] = {-1, -1, -1};
   union {
-    char buf[CMSG_SPACE(sizeof fds)];
+    char buf[CMSG_SPACE(3 * sizeof(int))];
     struct cmsghdr align;
   } ctl;
-  struct iovec iov = {&w, sizeof w};
+  struct iovec iov = {w, sizeof *w};
   struct msghdr mh = {0};
   mh.msg_iov = &iov;
   mh.msg_iovlen = 1;
   mh.msg_control = ctl.buf;
   mh.msg_controllen = sizeof ctl.buf;
-  ssize_t got = -1;
-  if (send(sock, &hello, sizeof hello, MSG_NOSIGNAL) == (ssize_t)sizeof hello) {
-    got = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-  }
+  /* A refusal may come before the HELLO is read: read the answer even if the send failed. */
+  (void)send(sock, &hello, sizeof hello, MSG_NOSIGNAL);
+  const ssize_t got = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+  fds[0] = fds[1] = fds[2] = -1;
   for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); got > 0 && cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
     if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-        cm->cmsg_len == CMSG_LEN(sizeof fds)) {
-      memcpy(fds, CMSG_DATA(cm), sizeof fds);
+        cm->cmsg_len == CMSG_LEN(3 * sizeof(int))) {
+      memcpy(fds, CMSG_DATA(cm), 3 * sizeof(int));
     }
   }
-  if (got != (ssize_t)sizeof w || memcmp(w.magic, GEMMD_SHM_MAGIC, 8) != 0 || w.status != 0 ||
-      fds[0] < 0) {
-    for (int i = 0; i < 3; i++) {
-      if (fds[i] >= 0) close(fds[i]);
-    }
-    close(sock);
-    if (got == (ssize_t)sizeof w && w.status != 0) {
-      w.message[sizeof w.message - 1] = '\0';
-      return gemmd_status_set(status, w.status, "%s", w.message);
-    }
-    return gemmd_status_set(status, GEMMD_STATUS_UNAVAILABLE,
-                            "%s: no valid WELCOME from gemmd", path);
+  if (got == (ssize_t)sizeof *w && memcmp(w->magic, GEMMD_SHM_MAGIC, 8) == 0 && w->status == 0 &&
+      fds[0] >= 0) {
+    *sock_out = sock;
+    return 0;
+  }
+  for (int i = 0; i < 3; i++) {
+    if (fds[i] >= 0) close(fds[i]);
+  }
+  close(sock);
+  if (got == (ssize_t)sizeof *w && w->status != 0) {
+    w->message[sizeof w->message - 1] = '\0';
+    *transient = w->status == GEMMD_STATUS_UNAVAILABLE;
+    return gemmd_status_set(status, w->status, "%s", w->message);
+  }
+  *transient = got <= 0;
+  return gemmd_status_set(status, GEMMD_STATUS_UNAVAILABLE, "%s: no valid WELCOME from gemmd%s%s",
+                          path, got < 0 ? ": " : "", got < 0 ? strerror(errno) : "");
+}
+
+/* How long a connect keeps trying while gemmd turns it away as busy, without a timeout_ms. */
+enum { CONNECT_RETRY_MS = 5000 };
+
+int gemmd_shm_connect(const char *path, const gemmd_client_options_t *o, gemmd_shm_client_t **out,
+                      gemmd_status_t *status) {
+  *out = NULL;
+  struct sockaddr_un addr;
+  if (strlen(path) >= sizeof addr.sun_path) {
+    return gemmd_status_set(status, GEMMD_STATUS_INVALID_ARGUMENT, "socket path too long: %s",
+                            path);
+  }
+  /* Many workers starting at once can pass gemmd's bound on handshakes in progress: such a
+   * connection is turned away as UNAVAILABLE, and tried again after a jittered backoff. */
+  const int64_t budget_ms = o != NULL && o->timeout_ms > 0 ? o->timeout_ms : CONNECT_RETRY_MS;
+  const uint64_t deadline = now_ns() + (uint64_t)budget_ms * 1000000u;
+  unsigned backoff_us = 500, seed = (unsigned)getpid() ^ (unsigned)now_ns();
+  gemmd_shm_welcome_t w;
+  int sock = -1, fds[3], transient = 0;
+  while (hello_once(path, &sock, &w, fds, &transient, status) != 0) {
+    if (!transient || now_ns() + (uint64_t)backoff_us * 1000u > deadline) return -1;
+    usleep(backoff_us / 2 + (unsigned)rand_r(&seed) % (backoff_us / 2 + 1));
+    if (backoff_us < 50000) backoff_us *= 2;
   }
   void *p = mmap(NULL, w.arena_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
   close(fds[0]);

@@ -23,6 +23,7 @@ from __future__ import annotations
 import bisect
 import mmap
 import os
+import random
 import select
 import socket
 import struct
@@ -30,6 +31,17 @@ import time
 from typing import Optional, Sequence
 
 from .errors import GemmdError, StatusCode
+
+# How long a connection keeps trying while gemmd turns it away as busy (docs/shm-protocol.md).
+CONNECT_RETRY_S = 5.0
+
+
+class _Transient(Exception):
+    """A handshake that may succeed if tried again; carries the error to raise if not."""
+
+    def __init__(self, error: GemmdError):
+        super().__init__(str(error))
+        self.error = error
 
 MAGIC = b"GEMMDSH1"
 VERSION = 1
@@ -176,27 +188,21 @@ class Connection:
     """One session with gemmd: the handshake, the mapped arena and its two rings. It
     neither allocates nor decides how to wait; not thread-safe on its own."""
 
-    def __init__(self, path: str, arena_bytes: int = 0, entries: int = 0):
-        self.sock: Optional[socket.socket] = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        try:
-            self.sock.connect(path)
-        except OSError as e:
-            self.sock.close()
-            raise GemmdError(StatusCode.UNAVAILABLE, "cannot connect to %s: %s" % (path, e)) from e
-        try:
-            self.sock.send(HELLO.pack(MAGIC, VERSION, 0, arena_bytes, entries, 0))
-        except OSError:
-            pass  # a refusal comes before the HELLO is read: read it
-        try:
-            msg, fds, _flags, _addr = socket.recv_fds(self.sock, WELCOME.size, 3)
-        except OSError as e:
-            self.sock.close()
-            raise GemmdError(StatusCode.UNAVAILABLE, "handshake with %s failed: %s" % (path, e)) from e
-        if len(msg) != WELCOME.size:
-            for fd in fds:
-                os.close(fd)
-            self.sock.close()
-            raise GemmdError(StatusCode.UNAVAILABLE, "gemmd closed the connection during the handshake")
+    def __init__(self, path: str, arena_bytes: int = 0, entries: int = 0,
+                 connect_timeout: float = CONNECT_RETRY_S):
+        # Many workers starting at once can pass gemmd's bound on handshakes in progress:
+        # such a connection is turned away as UNAVAILABLE (or closed before its WELCOME)
+        # and tried again after a jittered backoff, until connect_timeout.
+        deadline, backoff = time.monotonic() + connect_timeout, 0.0005
+        while True:
+            try:
+                msg, fds = self._hello(path, arena_bytes, entries)
+                break
+            except _Transient as e:
+                if time.monotonic() + backoff > deadline:
+                    raise e.error from None
+                time.sleep(backoff / 2 + random.random() * backoff / 2)
+                backoff = min(backoff * 2, 0.05)
         magic, version, status, size, self.client_id, self.max_inflight, text = WELCOME.unpack(msg)
         if status != 0:
             for fd in fds:
@@ -217,6 +223,43 @@ class Connection:
         self._words = memoryview(self.arena).cast("I")
         (_m, _v, _hb, self.size, self.sq_off, self.entries, self.cq_off, _cqn, self.data_off,
          self.data_bytes, _id, _mi) = GEOMETRY.unpack_from(self.arena, 0)
+
+    def _hello(self, path: str, arena_bytes: int, entries: int) -> tuple[bytes, list[int]]:
+        """One connect, HELLO and WELCOME: the WELCOME and its fds; the socket becomes self.sock."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            sock.connect(path)
+        except BlockingIOError as e:  # the listen backlog is full
+            sock.close()
+            raise _Transient(GemmdError(StatusCode.UNAVAILABLE, "cannot connect to %s: %s" % (path, e))) from e
+        except OSError as e:
+            sock.close()
+            raise GemmdError(StatusCode.UNAVAILABLE, "cannot connect to %s: %s" % (path, e)) from e
+        try:
+            sock.send(HELLO.pack(MAGIC, VERSION, 0, arena_bytes, entries, 0))
+        except OSError:
+            pass  # a refusal comes before the HELLO is read: read it
+        try:
+            msg, fds, _flags, _addr = socket.recv_fds(sock, WELCOME.size, 3)
+        except OSError as e:
+            sock.close()
+            raise _Transient(GemmdError(StatusCode.UNAVAILABLE, "handshake with %s failed: %s" % (path, e))) from e
+        if len(msg) != WELCOME.size:
+            for fd in fds:
+                os.close(fd)
+            sock.close()
+            err = GemmdError(StatusCode.UNAVAILABLE, "gemmd closed the connection during the handshake")
+            if not msg:
+                raise _Transient(err)
+            raise err
+        status = WELCOME.unpack(msg)[2]
+        if status == StatusCode.UNAVAILABLE:
+            for fd in fds:
+                os.close(fd)
+            sock.close()
+            raise _Transient(GemmdError(status, WELCOME.unpack(msg)[6].split(b"\0", 1)[0].decode()))
+        self.sock: Optional[socket.socket] = sock
+        return msg, fds
 
     def write(self, off: int, data: bytes) -> None:
         self.arena[off:off + len(data)] = data
