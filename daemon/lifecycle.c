@@ -253,6 +253,7 @@ int gemmd_run(const gemmd_config_t *cfg) {
     srv->exit_code = 1;
     goto fail;
   }
+  gemmd_slot_gate_init(&srv->slot_gate, srv->engine->slots);
   if (srv->engine->ops->weight_quantize != NULL) {
     srv->weight_quantizer = (gemmd_weight_quantizer_t){engine_quantize_weight, srv->engine};
   }

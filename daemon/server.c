@@ -367,10 +367,12 @@ static void on_batch_delay(uv_timer_t *t) {
   maybe_dispatch(srv);
 }
 
-/* While the engine has a free slot, turn the queue's head into a batch. With
- * --max-batch-delay-us, a partial batch waits until its oldest request is that old. */
+/* While the engine has a slot this batch may take (slot_gate.h), turn the queue's head into
+ * a batch. With --max-batch-delay-us, a partial batch waits until its oldest request is
+ * that old. */
 static void maybe_dispatch(gemmd_server_t *srv) {
-  while (srv->engine_slots < srv->engine->slots && gemmd_batcher_can_form(&srv->batcher, gemmd_now_ns())) {
+  while (gemmd_slot_gate_open(&srv->slot_gate, srv->batcher.queued, srv->draining) &&
+         gemmd_batcher_can_form(&srv->batcher, gemmd_now_ns())) {
     const uint64_t now = gemmd_now_ns();
     const uint64_t delay_ns = (uint64_t)srv->cfg->max_batch_delay_us * 1000u;
     if (delay_ns > 0 && !srv->draining &&
@@ -409,15 +411,16 @@ static void maybe_dispatch(gemmd_server_t *srv) {
       continue;
     }
     srv->engine_busy++;
-    srv->engine_slots++;
+    gemmd_slot_gate_take(&srv->slot_gate, b->n_requests);
   }
 }
 
-/* The engine freed a batch's slot before the batch is answered (engine.h): the next batch
- * may go now. */
+/* The engine freed a batch's slot before the batch came back (engine.h): a batch as large as
+ * it may take the slot now, any other once the batch is done (slot_gate.h). The batch
+ * itself is posted after this, so it is still there. */
 static void on_slot_freed(gemmd_server_t *srv, void *arg) {
-  (void)arg;
-  srv->engine_slots--;
+  const gemmd_batch_t *b = arg;
+  gemmd_slot_gate_freed_early(&srv->slot_gate, b->id, b->n_requests);
   maybe_dispatch(srv);
 }
 
@@ -433,7 +436,7 @@ static void take_batch_outcome(gemmd_request_t *r, const gemmd_batch_t *b) {
 static void on_batch_done(gemmd_server_t *srv, void *arg) {
   gemmd_batch_t *b = arg;
   srv->engine_busy--;
-  if (!b->slot_freed) srv->engine_slots--; /* else on_slot_freed, posted before this, did */
+  gemmd_slot_gate_done(&srv->slot_gate, b->id, b->slot_freed);
   if (b->piece) gemmd_batcher_piece_done(&srv->batcher);
   b->marks.done = gemmd_now_ns();
   gemmd_metrics_batch(&srv->metrics, b->n_requests, b->compute_ns,
@@ -508,7 +511,7 @@ void gemmd_server_engine_done(void *ctx, gemmd_batch_t *b) {
   if (all_early) {
     srv->engine->ops->batch_release(srv->engine, b);
     b->slot_freed = 1;
-    gemmd_server_post(srv, on_slot_freed, NULL);
+    gemmd_server_post(srv, on_slot_freed, b);
   }
   if (b->status == GEMMD_CODE_OK && !b->device_failed) {
     for (uint32_t i = 0; i < b->n_requests; i++) {

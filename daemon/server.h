@@ -25,6 +25,7 @@
 #include "daemon/http.h"
 #include "daemon/metrics.h"
 #include "daemon/request.h"
+#include "daemon/slot_gate.h"
 #include "daemon/validate.h"
 #include "daemon/weights.h"
 
@@ -71,7 +72,7 @@ struct gemmd_server_s {
   gemmd_batcher_t batcher;
   gemmd_engine_t *engine;
   unsigned engine_busy;   /* batches on the engine, until the loop has answered them */
-  unsigned engine_slots;  /* of those, the ones whose engine slot is not yet free */
+  gemmd_slot_gate_t slot_gate; /* the engine's slots: which one the next batch may take */
   unsigned dispatch_held; /* > 0: a burst is being admitted; dispatch once it is in */
 
   gemmd_weights_t weights;

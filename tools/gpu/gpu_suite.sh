@@ -40,7 +40,7 @@ fi
 if [[ " $parts " == *" dispatch "* ]]; then
   for k in wgmma cublaslt measured; do
     wd=$(mktemp -d)
-    .gpu/bin/gemmd --backend cuda --gemm-kernel "$k" --split-flops 1e15 --weight-dir "$wd" \
+    .gpu/bin/gemmd --backend cuda --gemm-kernel "$k" --split-flops 1000000000000000 --weight-dir "$wd" \
       --grpc-listen 127.0.0.1:50199 --metrics-listen 127.0.0.1:9499 --shm-socket "$wd/s.sock" >"$out/dispatch-$k.log" 2>&1 &
     pid=$!
     for _ in $(seq 50); do grep -q '"listening"' "$out/dispatch-$k.log" && break; sleep 0.2; done
