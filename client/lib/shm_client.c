@@ -804,8 +804,8 @@ int gemmd_shm_set_wait(gemmd_shm_client_t *s, const char *mode, unsigned spin_us
   return 0;
 }
 
-/* One connect, HELLO and WELCOME. 0 with the socket and the WELCOME's three fds, or -1 with
- * status; *transient says whether trying again may succeed: gemmd turned the connection away
+/* One connect, HELLO and WELCOME. 0 with the socket and the WELCOME's three fds, or the
+ * status code with status; *transient says whether trying again may succeed: gemmd turned the connection away
  * with UNAVAILABLE (too many handshakes at once), closed it before its WELCOME, or its listen
  * backlog was full. */
 static int hello_once(const char *path, int *sock_out, gemmd_shm_welcome_t *w, int fds[3],
@@ -881,9 +881,9 @@ int gemmd_shm_connect(const char *path, const gemmd_client_options_t *o, gemmd_s
   const uint64_t deadline = now_ns() + (uint64_t)budget_ms * 1000000u;
   unsigned backoff_us = 500, seed = (unsigned)getpid() ^ (unsigned)now_ns();
   gemmd_shm_welcome_t w;
-  int sock = -1, fds[3], transient = 0;
-  while (hello_once(path, &sock, &w, fds, &transient, status) != 0) {
-    if (!transient || now_ns() + (uint64_t)backoff_us * 1000u > deadline) return -1;
+  int sock = -1, fds[3], transient = 0, rc;
+  while ((rc = hello_once(path, &sock, &w, fds, &transient, status)) != 0) {
+    if (!transient || now_ns() + (uint64_t)backoff_us * 1000u > deadline) return rc;
     usleep(backoff_us / 2 + (unsigned)rand_r(&seed) % (backoff_us / 2 + 1));
     if (backoff_us < 50000) backoff_us *= 2;
   }
