@@ -798,7 +798,13 @@ static int lt_plans(cuda_engine_t *e, const gemmd_batch_t *b) {
     const gemmd_cublaslt_call_t call = {p->m, p->n, p->k, (gemmd_dtype_t)p->a_dtype, (gemmd_dtype_t)p->b_dtype,
                                         (gemmd_dtype_t)p->out_dtype, GEMMD_SCALE_BLOCK_1X128,
                                         GEMMD_SCALE_BLOCK_128X128, NULL, p->lda, NULL, ldb, NULL, NULL, NULL};
-    if (gemmd_cublaslt_supported(e->lt, &call) != GEMMD_OK) return 0;
+    const int rc = gemmd_cublaslt_supported(e->lt, &call);
+    if (rc != GEMMD_OK) {
+      gemmd_log(GEMMD_LOG_INFO, "cuBLASLt has no plan: gemmd's kernel for this signature",
+                "m=%u n=%u k=%u lda=%u ldb=%u reason=\"%s\"", p->m, p->n, p->k, p->lda, ldb,
+                gemmd_strerror(rc));
+      return 0;
+    }
   }
   return 1;
 }

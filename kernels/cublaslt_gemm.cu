@@ -187,5 +187,11 @@ extern "C" int gemmd_cublaslt_gemm(gemmd_cublaslt_t *h, const gemmd_cublaslt_cal
 }
 
 extern "C" int gemmd_cublaslt_supported(gemmd_cublaslt_t *h, const gemmd_cublaslt_call_t *c) {
-  return lt_gemm(h, c, nullptr, true);
+  /* The question is asked before the batch has device memory: every operand and scale
+   * pointer is the workspace (aligned, never read), as a null scale pointer under the
+   * block-scale modes may be refused where the real call would not be. */
+  gemmd_cublaslt_call_t q = *c;
+  q.a = q.b = q.d = h->workspace;
+  q.a_scales = q.b_scales = static_cast<const float *>(h->workspace);
+  return lt_gemm(h, &q, nullptr, true);
 }

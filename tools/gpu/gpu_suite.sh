@@ -4,8 +4,8 @@
 #   suites    the integration suites against --backend cuda, with a Python gRPC client whose
 #             message classes are generated there (grpcio-tools carried as a wheel in .whl/);
 #   measured  cuda_test again with --gemm-kernel measured (cuBLASLt and gemmd's kernel mixed);
-#   dispatch  gemmctl bench's device time per batch at prefill shapes under each
-#             --gemm-kernel, the counts by kernel and the choices file;
+#   dispatch  the GEMM kernels' device time per batch at prefill shapes under each
+#             --gemm-kernel (gemmctl bench), the counts by kernel and the choices file;
 #   python    the Python package's pytest suite against --backend cuda (torch tensors);
 #   nvml      the gemmd_gpu_* gauges of a running gemmd;
 #   weights   tools/bench/weights_io.py on the CUDA backend;
@@ -38,16 +38,27 @@ if [[ " $parts " == *" measured "* ]]; then
   echo "cuda_test --gemm-kernel measured $r: $(grep -E '^Ran |^OK|^FAILED' "$out/cuda_test_measured.log" | tr '\n' ' ')"
 fi
 if [[ " $parts " == *" dispatch "* ]]; then
+  # Per prefill shape and --gemm-kernel: the GEMM kernels' device time per batch
+  # (gemmd_batch_gemm_seconds_total over gemmd_batches_total, the difference across the
+  # shape's own gemmctl bench), then the batches by kernel and the choices file.
+  scrape() { curl -s 127.0.0.1:9499/metrics | awk '$1 == "gemmd_batch_gemm_seconds_total" {g = $2}
+    $1 == "gemmd_batches_total" {n = $2} END {print g + 0, n + 0}'; }
   for k in wgmma cublaslt measured; do
     wd=$(mktemp -d)
     .gpu/bin/gemmd --backend cuda --gemm-kernel "$k" --split-flops 1000000000000000 --weight-dir "$wd" \
       --grpc-listen 127.0.0.1:50199 --metrics-listen 127.0.0.1:9499 --shm-socket "$wd/s.sock" >"$out/dispatch-$k.log" 2>&1 &
     pid=$!
     for _ in $(seq 50); do grep -q '"listening"' "$out/dispatch-$k.log" && break; sleep 0.2; done
-    echo "# --gemm-kernel $k"
-    timeout 120 .gpu/bin/gemmctl --addr 127.0.0.1:50199 bench --concurrency 1 --duration 2 --warmup 1 --quiet \
-      --shape 4096x2112x7168,4096x7168x2048,4096x4096x4096,128x32768x512 2>&1 | tail -n 5
+    for shape in ${GEMMD_DISPATCH_SHAPES:-4096x2112x7168 4096x7168x2048 4096x4096x4096 128x32768x512}; do
+      read -r g0 n0 < <(scrape)
+      timeout 60 .gpu/bin/gemmctl --addr 127.0.0.1:50199 bench --concurrency 1 --duration 2 --warmup 1 --quiet \
+        --shape "$shape" >/dev/null 2>&1
+      read -r g1 n1 < <(scrape)
+      awk -v k="$k" -v s="$shape" -v g0="$g0" -v g1="$g1" -v n0="$n0" -v n1="$n1" \
+        'BEGIN {n = n1 - n0; printf "dispatch %-9s %-15s batches %5d  GEMM us/batch %9.1f\n", k, s, n, (n > 0 ? (g1 - g0) / n * 1e6 : 0)}'
+    done
     curl -s 127.0.0.1:9499/metrics | grep '^gemmd_batch_kernel_total'
+    grep 'no plan' "$out/dispatch-$k.log" | head -n 3
     kill "$pid"; wait "$pid"
     [ -f "$wd/kernel-choices" ] && cat "$wd/kernel-choices"
     rm -rf "$wd"
