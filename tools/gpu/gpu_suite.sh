@@ -9,6 +9,10 @@
 #   python    the Python package's pytest suite against --backend cuda (torch tensors);
 #   nvml      the gemmd_gpu_* gauges of a running gemmd;
 #   weights   tools/bench/weights_io.py on the CUDA backend;
+#   serving   issue 33's table (tools/bench/serving.py: C shm at 1-64 workers with torch, the
+#             0.9 MB-result shape, C gRPC, decode beside prefill); with GEMMD_BASE_DIR (a folder
+#             holding another build's gemmd, e.g. the previous commit's, carried beside the
+#             bundle) the same rows again against it, in the same call;
 #   bench     the engine's numbers (tools/bench/gpu_engine.sh).
 # Logs land in $OUT. Usage: tools/gpu/gpu_suite.sh [parts...] (default: tests suites bench)
 set -u
@@ -83,6 +87,30 @@ PY
 fi
 if [[ " $parts " == *" weights "* ]]; then
   env "${cuda_env[@]}" timeout 300 python3 tools/bench/weights_io.py --backend cuda --weights 4 --mib 256 2>&1 | tail -n 3
+fi
+if [[ " $parts " == *" serving "* ]]; then
+  serving() { # label bindir serving.py-args...
+    local label=$1 dir=$2
+    shift 2
+    echo "## [$label] serving.py $*"
+    GEMMD_BIN_DIR=$dir timeout -s KILL 200 python3 tools/bench/serving.py "$@" \
+      --json "$out/serving-$label-$RANDOM.json" >"$out/serving-$label.log" 2>&1 || fail=1
+    grep -E '^\| |^mixed|^host' "$out/serving-$label.log" | grep -v '^| client\|^| ---\|^| torch baseline' | sort -u
+  }
+  decode="--backend cuda --shape 8x4096x4096 --seconds 2"
+  builds=("new:$PWD/.gpu/bin")
+  if [ -n "${GEMMD_BASE_DIR:-}" ]; then
+    ln -sf "$PWD/.gpu/bin/serving_worker" "$GEMMD_BASE_DIR/serving_worker"
+    builds+=("base:$GEMMD_BASE_DIR")
+  fi
+  for b in "${builds[@]}"; do
+    label=${b%%:*} dir=${b#*:}
+    torch=$([ "$label" = new ] && echo --torch)
+    serving "$label" "$dir" $decode --workers 1,8,32,64 --clients c-shm $torch
+    serving "$label-0.9MB" "$dir" --backend cuda --shape 64x7168x2048 --seconds 2 --workers 32 --clients c-shm $torch
+    serving "$label-grpc" "$dir" $decode --weights 16 --workers 1,32 --clients c-grpc
+    serving "$label-mix" "$dir" $decode --workers 16 --clients , --mix c-shm:16:py-shm:2:4096x7168x16384
+  done
 fi
 if [[ " $parts " == *" bench "* ]]; then
   tools/bench/gpu_engine.sh 5 2>&1 | tee "$out/gpu_engine.log"
