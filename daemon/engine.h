@@ -48,6 +48,15 @@ typedef struct gemmd_engine_ops_s {
    * what of theirs is registered (request.h a_pinned, d_dest_pinned). May be NULL. */
   int (*arena_register)(gemmd_engine_t *e, void *base, size_t bytes);
   void (*arena_unregister)(gemmd_engine_t *e, void *base, size_t bytes);
+  /* A shared-memory client's region of its own device memory (docs/shm-protocol.md §7):
+   * `kind` GEMMD_SHM_REGION_FD with `fd` (kept open by the caller, closed by it after), or
+   * GEMMD_SHM_REGION_CUDA_IPC with the 64-byte `handle`. Maps at least `bytes` of it and
+   * returns its base, where the engine reads A and writes D in place, or a gRPC code with
+   * msg. The CPU engine's device memory is the host's: it maps the fd (a memfd). Runs on
+   * the loop. close unmaps; no request uses the region then. NULL: no regions here. */
+  int (*region_open)(gemmd_engine_t *e, int kind, int fd, const uint8_t handle[64], uint64_t bytes,
+                     void **base, char *msg, size_t n);
+  void (*region_close)(gemmd_engine_t *e, void *base, uint64_t bytes);
   /* Frees the engine's arenas of a finished batch and its slot, once its requests are
    * answered: on the loop, or on the thread that called `done` (see above). */
   void (*batch_release)(gemmd_engine_t *e, gemmd_batch_t *batch);

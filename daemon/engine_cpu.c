@@ -3,16 +3,21 @@
  * GEMM over the configured threads. A batch's arenas are plain heap memory. Batches of
  * at most --cpu-inline-flops run on the submitting (loop) thread instead: for them the
  * two thread hand-offs cost more than the arithmetic. */
+#include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "daemon/engine.h"
 #include "daemon/clock.h"
 #include "daemon/log.h"
 #include "daemon/status.h"
+#include "gemmd/shm_v1.h"
 #include "kernels/cpu_gemm.h"
 #include "kernels/errors.h"
 
@@ -178,12 +183,49 @@ static void cpu_close(gemmd_engine_t *base) {
   free(e);
 }
 
+/* A region of the CPU engine's device memory, which is host memory: a file the client
+ * shares (a memfd), mapped for reading A and writing D in place. */
+static int cpu_region_open(gemmd_engine_t *base, int kind, int fd, const uint8_t handle[64],
+                           uint64_t bytes, void **out, char *msg, size_t n) {
+  (void)base;
+  (void)handle;
+  if (kind != GEMMD_SHM_REGION_FD) {
+    snprintf(msg, n, "region kind %d needs the CUDA backend; the CPU backend maps fds (kind %d)",
+             kind, GEMMD_SHM_REGION_FD);
+    return GEMMD_CODE_UNIMPLEMENTED;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    snprintf(msg, n, "the region's fd is not a file gemmd can map (a memfd)");
+    return GEMMD_CODE_INVALID_ARGUMENT;
+  }
+  if (bytes == 0 || (uint64_t)st.st_size < bytes) {
+    snprintf(msg, n, "a region of %" PRIu64 " bytes does not fit its file of %lld bytes", bytes,
+             (long long)st.st_size);
+    return GEMMD_CODE_INVALID_ARGUMENT;
+  }
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    snprintf(msg, n, "cannot map the region: %s", strerror(errno));
+    return errno == ENOMEM ? GEMMD_CODE_RESOURCE_EXHAUSTED : GEMMD_CODE_INVALID_ARGUMENT;
+  }
+  *out = p;
+  return GEMMD_CODE_OK;
+}
+
+static void cpu_region_close(gemmd_engine_t *base, void *p, uint64_t bytes) {
+  (void)base;
+  munmap(p, bytes);
+}
+
 static const gemmd_engine_ops_t cpu_ops = {
     .submit = cpu_submit,
     .weight_load = cpu_weight_load,
     .weight_unload = cpu_weight_unload,
     .arena_register = NULL, /* host memory is the CPU engine's memory */
     .arena_unregister = NULL,
+    .region_open = cpu_region_open,
+    .region_close = cpu_region_close,
     .batch_release = cpu_batch_release,
     .memory_used = cpu_memory_used,
     .close = cpu_close,

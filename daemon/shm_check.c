@@ -17,14 +17,14 @@ int gemmd_shm_hello_parse(const void *msg_bytes, size_t len, gemmd_shm_hello_t *
     return GEMMD_CODE_INVALID_ARGUMENT;
   }
   memcpy(&hello, msg_bytes, sizeof hello);
-  if (hello.version != GEMMD_SHM_VERSION) {
-    snprintf(msg, n, "protocol version %u is not served; this gemmd speaks version %u",
-             hello.version, GEMMD_SHM_VERSION);
+  if (hello.version != GEMMD_SHM_VERSION && hello.version != GEMMD_SHM_VERSION_2) {
+    snprintf(msg, n, "protocol version %u is not served; this gemmd speaks versions %u and %u",
+             hello.version, GEMMD_SHM_VERSION, GEMMD_SHM_VERSION_2);
     return GEMMD_CODE_INVALID_ARGUMENT;
   }
   if (hello.flags != 0 || hello.reserved != 0) {
     snprintf(msg, n, "HELLO flags (%u) and reserved (%u) must be 0 in version %u", hello.flags,
-             hello.reserved, GEMMD_SHM_VERSION);
+             hello.reserved, hello.version);
     return GEMMD_CODE_INVALID_ARGUMENT;
   }
   *out = hello;
@@ -58,8 +58,9 @@ int gemmd_shm_in_data(const gemmd_shm_region_t *rg, uint64_t offset, uint64_t le
          offset - rg->data_offset <= rg->data_bytes - len;
 }
 
-int gemmd_shm_reserved_clear(const gemmd_shm_sqe_t *e) {
+int gemmd_shm_reserved_clear(const gemmd_shm_sqe_t *e, uint32_t version) {
   if (e->reserved0 != 0) return 0;
+  if (version < GEMMD_SHM_VERSION_2 && (e->a_region | e->a_scales_region | e->d_region) != 0) return 0;
   for (size_t i = 0; i < sizeof e->reserved1; i++) {
     if (e->reserved1[i] != 0) return 0;
   }
@@ -80,17 +81,25 @@ static gemmd_matrix_in_t matrix_in_entry(const char *what, gemmd_operand_role_t 
   return in;
 }
 
-/* A validated operand's bytes at `off` and its scales at `scales_off`, inside the data
- * region and aligned for their elements. Fills *op. */
-static int locate_in_arena(const gemmd_shm_region_t *rg, const gemmd_matrix_in_t *in,
-                           uint64_t off, uint64_t scales_off, gemmd_operand_t *op, char *msg,
-                           size_t n) {
+/* "the data region" or "region N", for messages. */
+static const char *place_name(const gemmd_shm_region_t *rg, char *buf, size_t n) {
+  if (rg->id == 0) return "the data region";
+  snprintf(buf, n, "region %u", rg->id);
+  return buf;
+}
+
+/* A validated operand's bytes at `off` in rg and its scales at `scales_off` in srg, inside
+ * them and aligned for their elements. Fills *op. */
+static int locate_in_arena(const gemmd_shm_region_t *rg, const gemmd_shm_region_t *srg,
+                           const gemmd_matrix_in_t *in, uint64_t off, uint64_t scales_off,
+                           gemmd_operand_t *op, char *msg, size_t n) {
   const char *what = in->what;
   const uint64_t bytes = in->data_bytes;
   const size_t ns = in->n_scales;
+  char where[32];
   if (!gemmd_shm_in_data(rg, off, bytes)) {
-    snprintf(msg, n, "%s: %" PRIu64 " bytes at offset %" PRIu64 " are outside the data region",
-             what, bytes, off);
+    snprintf(msg, n, "%s: %" PRIu64 " bytes at offset %" PRIu64 " are outside %s", what, bytes,
+             off, place_name(rg, where, sizeof where));
     return GEMMD_CODE_INVALID_ARGUMENT;
   }
   /* Read as 2- or 4-byte values when gemmd quantizes them: aligned, as scales are. */
@@ -104,20 +113,21 @@ static int locate_in_arena(const gemmd_shm_region_t *rg, const gemmd_matrix_in_t
     snprintf(msg, n, "%s.scales offset %" PRIu64 " is not 4-byte aligned", what, scales_off);
     return GEMMD_CODE_INVALID_ARGUMENT;
   }
-  if (ns > 0 && !gemmd_shm_in_data(rg, scales_off, 4 * (uint64_t)ns)) {
-    snprintf(msg, n, "%s.scales: %zu floats at %" PRIu64 " outside the data region", what, ns,
-             scales_off);
+  if (ns > 0 && !gemmd_shm_in_data(srg, scales_off, 4 * (uint64_t)ns)) {
+    snprintf(msg, n, "%s.scales: %zu floats at %" PRIu64 " outside %s", what, ns, scales_off,
+             place_name(srg, where, sizeof where));
     return GEMMD_CODE_INVALID_ARGUMENT;
   }
   *op = (gemmd_operand_t){in->rows, in->cols, in->cols, (gemmd_dtype_t)in->dtype, rg->arena + off,
                           (gemmd_scale_layout_t)in->layout,
-                          ns ? (const float *)(const void *)(rg->arena + scales_off) : NULL};
+                          ns ? (const float *)(const void *)(srg->arena + scales_off) : NULL};
   return GEMMD_CODE_OK;
 }
 
 /* A GEMM entry, for the request builder's locate hook. */
 typedef struct {
   const gemmd_shm_region_t *rg;
+  const gemmd_shm_places_t *at;
   const gemmd_shm_sqe_t *e;
 } gemm_entry_t;
 
@@ -126,16 +136,19 @@ static int locate_in_entry(const void *ctx, const gemmd_matrix_in_t *in, gemmd_o
                            char *msg, size_t n) {
   const gemm_entry_t *g = ctx;
   if (in->role == GEMMD_OPERAND_A) {
-    return locate_in_arena(g->rg, in, g->e->a_offset, g->e->a_scales_offset, op, msg, n);
+    return locate_in_arena(g->at->a, g->at->a_scales, in, g->e->a_offset, g->e->a_scales_offset,
+                           op, msg, n);
   }
-  return locate_in_arena(g->rg, in, g->e->b_offset, g->e->b_scales_offset, op, msg, n);
+  return locate_in_arena(g->rg, g->rg, in, g->e->b_offset, g->e->b_scales_offset, op, msg, n);
 }
 
-int gemmd_shm_build_gemm(const gemmd_shm_region_t *rg, const gemmd_shm_sqe_t *e,
-                         const gemmd_limits_t *lim, const gemmd_weights_t *weights,
-                         gemmd_request_t *r, gemmd_gemm_operands_t *ops, uint64_t *d_bytes,
-                         char *msg, size_t n) {
-  const gemm_entry_t entry = {rg, e};
+int gemmd_shm_build_gemm(const gemmd_shm_region_t *rg, const gemmd_shm_places_t *at,
+                         const gemmd_shm_sqe_t *e, const gemmd_limits_t *lim,
+                         const gemmd_weights_t *weights, gemmd_request_t *r,
+                         gemmd_gemm_operands_t *ops, uint64_t *d_bytes, char *msg, size_t n) {
+  const gemmd_shm_places_t in_arena = {rg, rg, rg};
+  if (at == NULL) at = &in_arena;
+  const gemm_entry_t entry = {rg, at, e};
   gemmd_gemm_desc_t d = {
       .request_id = e->request_id,
       .a = matrix_in_entry("a", GEMMD_OPERAND_A, e->m, e->k, e->a_dtype, e->a_layout),
@@ -158,9 +171,11 @@ int gemmd_shm_build_gemm(const gemmd_shm_region_t *rg, const gemmd_shm_sqe_t *e,
   const int code = gemmd_request_build(r, &d, lim, weights, ops, msg, n);
   if (code) return code;
   *d_bytes = (uint64_t)e->m * r->n * gemmd_dtype_size(r->out_dtype);
-  if (e->d_capacity < *d_bytes || !gemmd_shm_in_data(rg, e->d_offset, *d_bytes)) {
-    snprintf(msg, n, "D needs %" PRIu64 " bytes inside the data region at offset %" PRIu64
-             " (capacity given %" PRIu64 ")", *d_bytes, e->d_offset, e->d_capacity);
+  if (e->d_capacity < *d_bytes || !gemmd_shm_in_data(at->d, e->d_offset, *d_bytes)) {
+    char where[32];
+    snprintf(msg, n, "D needs %" PRIu64 " bytes inside %s at offset %" PRIu64
+             " (capacity given %" PRIu64 ")", *d_bytes, place_name(at->d, where, sizeof where),
+             e->d_offset, e->d_capacity);
     return GEMMD_CODE_INVALID_ARGUMENT;
   }
   return GEMMD_CODE_OK;
@@ -173,7 +188,7 @@ int gemmd_shm_check_register(const gemmd_shm_region_t *rg, const gemmd_shm_sqe_t
       matrix_in_entry("weight", GEMMD_OPERAND_B, e->m, e->k, e->a_dtype, e->a_layout);
   int code = gemmd_validate_matrix(&in, lim, msg, n);
   if (code) return code;
-  code = locate_in_arena(rg, &in, e->a_offset, e->a_scales_offset, w, msg, n);
+  code = locate_in_arena(rg, rg, &in, e->a_offset, e->a_scales_offset, w, msg, n);
   if (code) return code;
   if (e->d_capacity == 0 || e->d_capacity > 255 || !gemmd_shm_in_data(rg, e->d_offset, e->d_capacity)) {
     snprintf(msg, n, "the weight name must be 1 to 255 bytes inside the data region");

@@ -33,26 +33,35 @@ int gemmd_shm_hello_geometry(const gemmd_shm_hello_t *h, uint64_t default_arena_
 
 /* ---- Ring entries ----------------------------------------------------------------------- */
 
-/* A client's arena as its entries may reach it: the data region only. */
+/* Memory a client's entries may reach: its arena's data region (id 0), or one of its own
+ * regions (version 2; arena = the region's base, data_offset 0, data_bytes its size). */
 typedef struct gemmd_shm_region_s {
   const uint8_t *arena;
   uint64_t data_offset, data_bytes;
+  uint32_t id;
 } gemmd_shm_region_t;
+
+/* Where a GEMM entry's A, A's scales and D lie (inline B is always in the arena). */
+typedef struct gemmd_shm_places_s {
+  const gemmd_shm_region_t *a, *a_scales, *d;
+} gemmd_shm_places_t;
 
 /* [offset, offset + len) inside the data region, without overflow. */
 int gemmd_shm_in_data(const gemmd_shm_region_t *rg, uint64_t offset, uint64_t len);
 
-/* Whether an entry's reserved bytes are all 0 (version 1 gives them no meaning yet; a
- * later version may, and must not be mistaken for this one). */
-int gemmd_shm_reserved_clear(const gemmd_shm_sqe_t *e);
+/* Whether an entry's reserved bytes are all 0 for the session's protocol version (in
+ * version 1 the region fields are reserved too): a later version may give them meaning,
+ * and must not be mistaken for this one. */
+int gemmd_shm_reserved_clear(const gemmd_shm_sqe_t *e, uint32_t version);
 
 /* A GEMM entry: the request built from it (request_build.h; `weights` is the registry, on
- * the loop), its operands located in the data region, and D's bytes, which must fit the
- * entry's capacity and the data region at its D offset. */
-int gemmd_shm_build_gemm(const gemmd_shm_region_t *rg, const gemmd_shm_sqe_t *e,
-                         const gemmd_limits_t *lim, const gemmd_weights_t *weights,
-                         gemmd_request_t *r, gemmd_gemm_operands_t *ops, uint64_t *d_bytes,
-                         char *msg, size_t n);
+ * the loop), its operands located in the data region rg or where `at` puts A, its scales
+ * and D (NULL: all in rg), and D's bytes, which must fit the entry's capacity and D's
+ * place at its D offset. */
+int gemmd_shm_build_gemm(const gemmd_shm_region_t *rg, const gemmd_shm_places_t *at,
+                         const gemmd_shm_sqe_t *e, const gemmd_limits_t *lim,
+                         const gemmd_weights_t *weights, gemmd_request_t *r,
+                         gemmd_gemm_operands_t *ops, uint64_t *d_bytes, char *msg, size_t n);
 
 /* A REGISTER_WEIGHT entry: the weight's operand in the data region and its name (1 to 255
  * bytes, no NUL, NUL-terminated into name); RESOURCE_EXHAUSTED when its bytes pass what

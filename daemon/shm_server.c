@@ -26,7 +26,7 @@
 #include "kernels/errors.h"
 
 
-enum { MAX_IDS = 64 };
+enum { MAX_IDS = 64, MAX_REGIONS = 32 };
 
 typedef enum { HANDSHAKE, ACTIVE, CLOSING } client_state_t;
 
@@ -61,6 +61,16 @@ struct gemmd_shm_server_s {
   uint64_t pinned_bytes;       /* of all arenas, registered with the engine */
   void (*done)(gemmd_server_t *srv);
 };
+
+/* A region of the client's own device memory (protocol version 2, §7), mapped by the engine.
+ * A closed region takes no new entries and is unmapped once no request uses it. */
+typedef struct {
+  uint32_t id; /* 0: a free slot */
+  int closing;
+  unsigned refs; /* requests in flight that read or write it */
+  uint8_t *base;
+  uint64_t bytes;
+} shm_region_t;
 
 struct shm_client_s {
   gemmd_shm_server_t *ss;
@@ -97,6 +107,9 @@ struct shm_client_s {
   int refs; /* the connection's own + one per operation in flight */
   int draining_ring;
   int registering; /* a REGISTER_WEIGHT is on the pool: the next one waits in the ring */
+  uint32_t version; /* the protocol version of its HELLO */
+  shm_region_t regions[MAX_REGIONS];
+  uint32_t next_region_id;
 };
 
 /* One entry taken from a client's ring and not yet answered. */
@@ -108,6 +121,7 @@ typedef struct {
   uint64_t accepted_ns;
   int wake_pending;     /* answered early to a sleeping client, not yet woken */
   struct prep_job_s *prep; /* a GEMM whose operands are quantized on the pool first */
+  shm_region_t *regions[3]; /* the regions its A, A's scales and D lie in, held */
 } shm_op_t;
 
 /* A GEMM whose A (or inline B) gemmd quantizes itself: work in proportion to the operand,
@@ -190,8 +204,18 @@ static void publish_error(shm_client_t *c, const gemmd_shm_sqe_t *e, int code, c
   }
 }
 
+/* A request is done with a region: a closed one is unmapped when the last goes. */
+static void region_unref(shm_client_t *c, shm_region_t *g) {
+  if (--g->refs > 0 || !g->closing) return;
+  c->ss->srv->engine->ops->region_close(c->ss->srv->engine, g->base, g->bytes);
+  memset(g, 0, sizeof *g);
+}
+
 static void op_done(shm_op_t *op) {
   shm_client_t *c = op->c;
+  for (int i = 0; i < 3; i++) {
+    if (op->regions[i] != NULL) region_unref(c, op->regions[i]);
+  }
   gemmd_request_release(&op->req);
   free(op);
   c->inflight--;
@@ -261,18 +285,43 @@ static pin_mode_t pin_mode(const shm_client_t *c) { return c->pins_ready ? c->ss
 
 /* The client's arena as its entries may reach it (shm_check.h). */
 static gemmd_shm_region_t region_of(const shm_client_t *c) {
-  const gemmd_shm_region_t rg = {c->arena, c->data_offset, c->data_bytes};
+  const gemmd_shm_region_t rg = {c->arena, c->data_offset, c->data_bytes, 0};
   return rg;
+}
+
+/* An open region of the client by id, or NULL. */
+static shm_region_t *find_region(shm_client_t *c, uint32_t id) {
+  for (int i = 0; i < MAX_REGIONS; i++) {
+    if (c->regions[i].id == id && !c->regions[i].closing) return &c->regions[i];
+  }
+  return NULL;
 }
 
 static int take_gemm(shm_client_t *c, const gemmd_shm_sqe_t *e, shm_op_t *op, char *msg, size_t n) {
   gemmd_request_t *r = &op->req;
   const gemmd_shm_region_t rg = region_of(c);
+  /* A, its scales and D: in the arena (region 0) or in one of the client's open regions. */
+  const uint32_t ids[3] = {e->a_region, e->a_scales_region, e->d_region};
+  gemmd_shm_region_t views[3];
+  const gemmd_shm_region_t *place[3];
+  shm_region_t *used[3] = {NULL, NULL, NULL};
+  for (int i = 0; i < 3; i++) {
+    place[i] = &rg;
+    if (ids[i] == 0) continue;
+    used[i] = find_region(c, ids[i]);
+    if (used[i] == NULL) {
+      snprintf(msg, n, "region %u is not open on this connection", ids[i]);
+      return GEMMD_CODE_INVALID_ARGUMENT;
+    }
+    views[i] = (gemmd_shm_region_t){used[i]->base, 0, used[i]->bytes, used[i]->id};
+    place[i] = &views[i];
+  }
+  const gemmd_shm_places_t at = {place[0], place[1], place[2]};
   gemmd_gemm_operands_t ops;
   uint64_t d_bytes;
   /* On the loop: a weight is looked up here, for its N, which D's bounds need. */
-  const int code = gemmd_shm_build_gemm(&rg, e, &c->ss->srv->limits, &c->ss->srv->weights, r, &ops,
-                                        &d_bytes, msg, n);
+  const int code = gemmd_shm_build_gemm(&rg, &at, e, &c->ss->srv->limits, &c->ss->srv->weights, r,
+                                        &ops, &d_bytes, msg, n);
   if (code) return code;
   const int quantizes_a = c->ss->srv->engine->quantizes_a;
   if (gemmd_request_operands_quantize(&ops, quantizes_a)) {
@@ -293,11 +342,16 @@ static int take_gemm(shm_client_t *c, const gemmd_shm_sqe_t *e, shm_op_t *op, ch
   r->conn_id = (1ull << 63) | c->id;
   r->accepted_ns = op->accepted_ns;
   r->deadline_ns = e->timeout_us ? op->accepted_ns + (uint64_t)e->timeout_us * 1000u : 0;
-  r->d_dest = c->arena + e->d_offset;
-  r->d_dest_pinned = pin_mode(c) != PIN_OFF && gemmd_arena_pins_ready(&c->pins, e->d_offset, d_bytes);
+  r->d_dest = (uint8_t *)at.d->arena + e->d_offset;
+  r->d_dest_pinned = e->d_region == 0 && pin_mode(c) != PIN_OFF &&
+                     gemmd_arena_pins_ready(&c->pins, e->d_offset, d_bytes);
   /* FP8 A is read where the client put it (nothing owned): the engine may DMA it from there */
-  r->a_pinned = r->a != NULL && r->a_owned == NULL && pin_mode(c) != PIN_OFF &&
+  r->a_pinned = e->a_region == 0 && r->a != NULL && r->a_owned == NULL && pin_mode(c) != PIN_OFF &&
                 gemmd_arena_pins_ready(&c->pins, e->a_offset, (uint64_t)e->m * e->k);
+  for (int i = 0; i < 3; i++) { /* held until the op is done (op_done) */
+    op->regions[i] = used[i];
+    if (used[i] != NULL) used[i]->refs++;
+  }
   r->respond = gemm_respond;
   r->answer_early = gemm_answer_early;
   r->wake_early = gemm_wake_early;
@@ -418,8 +472,12 @@ static void take_entry(shm_client_t *c, const gemmd_shm_sqe_t *e) {
   gemmd_server_t *srv = c->ss->srv;
   const uint64_t accepted = gemmd_now_ns();
   char msg[512];
-  if (!gemmd_shm_reserved_clear(e)) {
+  if (!gemmd_shm_reserved_clear(e, c->version)) {
     publish_error(c, e, GEMMD_CODE_INVALID_ARGUMENT, "entry reserved bytes must be 0", accepted);
+    return;
+  }
+  if (e->opcode != GEMMD_SHM_OP_GEMM && (e->a_region | e->a_scales_region | e->d_region) != 0) {
+    publish_error(c, e, GEMMD_CODE_INVALID_ARGUMENT, "only GEMM entries name regions", accepted);
     return;
   }
   shm_op_t *op = calloc(1, sizeof *op);
@@ -593,6 +651,9 @@ static void on_client_handle_closed(uv_handle_t *h) {
     }
   }
   ss->n_clients--;
+  for (int i = 0; i < MAX_REGIONS; i++) { /* no request is in flight any more */
+    if (c->regions[i].id != 0) ss->srv->engine->ops->region_close(ss->srv->engine, c->regions[i].base, c->regions[i].bytes);
+  }
   if (c->arena != NULL) ss->arena_bytes_total -= c->arena_bytes;
   if (c->sock >= 0) close(c->sock);
   if (c->sq_efd >= 0) close(c->sq_efd);
@@ -696,7 +757,7 @@ static int make_arena(shm_client_t *c, uint64_t bytes, uint32_t entries, int *me
   c->data_bytes = bytes - c->data_offset;
   gemmd_shm_header_t *h = (gemmd_shm_header_t *)(void *)c->arena;
   memcpy(h->magic, GEMMD_SHM_MAGIC, 8);
-  h->version = GEMMD_SHM_VERSION;
+  h->version = c->version;
   h->header_bytes = GEMMD_SHM_HEADER_BYTES;
   h->arena_bytes = bytes;
   h->sq_offset = c->sq_offset;
@@ -784,6 +845,7 @@ static void handshake(shm_client_t *c) {
                         ? entries
                         : (uint32_t)cfg->max_inflight_per_client;
   int memfd = -1;
+  c->version = hello.version;
   code = make_arena(c, bytes, entries, &memfd, msg, sizeof msg);
   if (code != GEMMD_CODE_OK) {
     if (memfd >= 0) close(memfd);
@@ -793,7 +855,7 @@ static void handshake(shm_client_t *c) {
   gemmd_shm_welcome_t w;
   memset(&w, 0, sizeof w);
   memcpy(w.magic, GEMMD_SHM_MAGIC, 8);
-  w.version = GEMMD_SHM_VERSION;
+  w.version = hello.version;
   w.arena_bytes = bytes;
   w.client_id = c->id;
   w.max_inflight = c->max_inflight;
@@ -834,13 +896,138 @@ static void handshake(shm_client_t *c) {
             entries, c->max_inflight);
 }
 
+/* ---- Regions (version 2, docs/shm-protocol.md §7) ------------------------------------------ */
+
+static int open_region(shm_client_t *c, const gemmd_shm_ctl_t *m, int fd, gemmd_shm_ctl_reply_t *out) {
+  gemmd_engine_t *eng = c->ss->srv->engine;
+  if (eng->ops->region_open == NULL) {
+    snprintf(out->message, sizeof out->message, "this gemmd's %s backend takes no regions yet",
+             eng->backend);
+    return GEMMD_CODE_UNIMPLEMENTED;
+  }
+  if (m->kind == GEMMD_SHM_REGION_FD && fd < 0) {
+    snprintf(out->message, sizeof out->message, "a region of kind %d needs its fd (SCM_RIGHTS)",
+             GEMMD_SHM_REGION_FD);
+    return GEMMD_CODE_INVALID_ARGUMENT;
+  }
+  if (m->kind != GEMMD_SHM_REGION_FD && m->kind != GEMMD_SHM_REGION_CUDA_IPC) {
+    snprintf(out->message, sizeof out->message, "region kind %u is neither %d (fd) nor %d (CUDA IPC)",
+             m->kind, GEMMD_SHM_REGION_FD, GEMMD_SHM_REGION_CUDA_IPC);
+    return GEMMD_CODE_INVALID_ARGUMENT;
+  }
+  shm_region_t *g = NULL;
+  for (int i = 0; i < MAX_REGIONS && g == NULL; i++) {
+    if (c->regions[i].id == 0) g = &c->regions[i];
+  }
+  if (g == NULL) {
+    snprintf(out->message, sizeof out->message, "%d regions are open or closing on this connection",
+             MAX_REGIONS);
+    return GEMMD_CODE_RESOURCE_EXHAUSTED;
+  }
+  void *base = NULL;
+  const int code = eng->ops->region_open(eng, (int)m->kind, fd, m->handle, m->bytes, &base,
+                                         out->message, sizeof out->message);
+  if (code != GEMMD_CODE_OK) return code;
+  *g = (shm_region_t){++c->next_region_id, 0, 0, base, m->bytes};
+  out->region_id = g->id;
+  out->bytes = g->bytes;
+  return GEMMD_CODE_OK;
+}
+
+static int close_region(shm_client_t *c, uint32_t id, gemmd_shm_ctl_reply_t *out) {
+  shm_region_t *g = find_region(c, id);
+  if (g == NULL) {
+    snprintf(out->message, sizeof out->message, "region %u is not open on this connection", id);
+    return GEMMD_CODE_NOT_FOUND;
+  }
+  out->region_id = id;
+  g->closing = 1;
+  g->refs++;
+  region_unref(c, g); /* unmapped now, or when its last request is done */
+  return GEMMD_CODE_OK;
+}
+
+static int all_zero(const uint8_t *p, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (p[i] != 0) return 0;
+  }
+  return 1;
+}
+
+/* One control message of a version-2 client: open or close a region, answered at once. An
+ * fd beyond the one a REGION_OPEN carries is closed unread. The ring is drained first, so
+ * that entries the client pushed before the message are taken before it (a GEMM sent just
+ * before its region's close still finds the region). */
+static void on_control(shm_client_t *c) {
+  drain_ring(c);
+  if (c->state != ACTIVE) return;
+  gemmd_shm_ctl_t m;
+  int fds[4] = {-1, -1, -1, -1};
+  union {
+    char buf[CMSG_SPACE(sizeof fds)];
+    struct cmsghdr align;
+  } ctl;
+  struct iovec iov = {&m, sizeof m};
+  struct msghdr mh = {0};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = ctl.buf;
+  mh.msg_controllen = sizeof ctl.buf;
+  memset(&m, 0, sizeof m);
+  const ssize_t got = recvmsg(c->sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  if (got < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  if (got <= 0) {
+    close_client(c, got == 0 ? "socket closed" : "socket error");
+    return;
+  }
+  int n_fds = 0;
+  for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
+    if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
+    const size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < k && n_fds < 4; i++) memcpy(&fds[n_fds++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+  }
+  for (int i = 1; i < n_fds; i++) close(fds[i]);
+  gemmd_shm_ctl_reply_t r;
+  memset(&r, 0, sizeof r);
+  r.op = m.op;
+  r.tag = m.tag;
+  int code;
+  if (got != (ssize_t)sizeof m || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0) {
+    snprintf(r.message, sizeof r.message, "a control message is %zu bytes with at most one fd",
+             sizeof m);
+    code = GEMMD_CODE_INVALID_ARGUMENT;
+  } else if (m.reserved0 != 0 || !all_zero(m.reserved1, sizeof m.reserved1)) {
+    snprintf(r.message, sizeof r.message, "control message reserved bytes must be 0");
+    code = GEMMD_CODE_INVALID_ARGUMENT;
+  } else if (m.op == GEMMD_SHM_CTL_REGION_OPEN) {
+    code = open_region(c, &m, fds[0], &r);
+  } else if (m.op == GEMMD_SHM_CTL_REGION_CLOSE) {
+    code = close_region(c, m.region_id, &r);
+  } else {
+    snprintf(r.message, sizeof r.message, "unknown control op %u", m.op);
+    code = GEMMD_CODE_INVALID_ARGUMENT;
+  }
+  if (fds[0] >= 0) close(fds[0]); /* a mapping keeps what it needs */
+  r.status = code;
+  if (code != GEMMD_CODE_OK) r.region_id = 0;
+  /* The client waits for each reply before its next message; one that does not read them
+   * fills its socket and is let go. */
+  if (send(c->sock, &r, sizeof r, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof r) {
+    close_client(c, "control reply could not be sent");
+  }
+}
+
 static void on_socket(uv_poll_t *h, int status, int events) {
   shm_client_t *c = h->data;
   if (c->state == HANDSHAKE) {
     handshake(c);
     return;
   }
-  /* After the handshake the socket only says whether the client is still there. */
+  if (c->state == ACTIVE && c->version >= GEMMD_SHM_VERSION_2 && status >= 0) {
+    on_control(c);
+    return;
+  }
+  /* After a version-1 handshake the socket only says whether the client is still there. */
   char buf[256];
   const ssize_t got = recv(c->sock, buf, sizeof buf, MSG_DONTWAIT);
   if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR) || status < 0) {

@@ -2,8 +2,10 @@
  * as the loop checks it (shm_check.h), against a data region and a registry of two weights.
  *
  * Input: the 128-byte entry (zero-padded when shorter), one byte of settings (bit 0: the
- * engine quantizes A itself; bit 1: the weight budget is nearly spent), then the bytes of
- * the data region, which starts at offset 6144 (the header and two rings of 8 entries).
+ * engine quantizes A itself; bit 1: the weight budget is nearly spent; bit 2: a version-2
+ * session, whose entries may put A, its scales and D in a region of the client's own: here
+ * the same bytes as the data region, as region 1), then the bytes of the data region,
+ * which starts at offset 6144 (the header and two rings of 8 entries).
  * Everything below the data region is poisoned: the checks must keep every operand, scale,
  * name and D inside the region, and the fuzzer reads (and for D writes) what they let
  * through, then prepares the operands as the transport would. */
@@ -42,21 +44,26 @@ static void add_weight(gemmd_weights_t *ws, const char *name, uint32_t n, uint32
   gemmd_weights_activate(ws, w);
 }
 
-static void gemm(const gemmd_shm_region_t *rg, const gemmd_shm_sqe_t *e, const gemmd_limits_t *lim,
-                 const gemmd_weights_t *ws, int quantizes_a) {
+static void gemm(const gemmd_shm_region_t *rg, const gemmd_shm_region_t *region1,
+                 const gemmd_shm_sqe_t *e, const gemmd_limits_t *lim, const gemmd_weights_t *ws,
+                 int quantizes_a) {
   char msg[512];
   gemmd_request_t r;
   gemmd_request_init(&r);
   gemmd_gemm_operands_t ops;
   uint64_t d_bytes = 0;
-  const int code = gemmd_shm_build_gemm(rg, e, lim, ws, &r, &ops, &d_bytes, msg, sizeof msg);
+  /* As the server resolves region ids: 0 the arena, 1 the region, others unknown. */
+  if (e->a_region > 1 || e->a_scales_region > 1 || e->d_region > 1) return;
+  const gemmd_shm_places_t at = {e->a_region ? region1 : rg, e->a_scales_region ? region1 : rg,
+                                 e->d_region ? region1 : rg};
+  const int code = gemmd_shm_build_gemm(rg, &at, e, lim, ws, &r, &ops, &d_bytes, msg, sizeof msg);
   if (code != GEMMD_CODE_OK) {
     fuzz_check_message(msg, sizeof msg);
   } else {
     fuzz_touch_operand(&ops.a);
     if (ops.inline_b) fuzz_touch_operand(&ops.b);
     fuzz_check(r.n > 0 && d_bytes <= e->d_capacity);
-    memset((uint8_t *)rg->arena + e->d_offset, 0, d_bytes); /* where the engine writes D */
+    memset((uint8_t *)at.d->arena + e->d_offset, 0, d_bytes); /* where the engine writes D */
     const char *failed = "";
     if (gemmd_request_prepare_operands(&r, &ops, quantizes_a, &failed) == GEMMD_OK) fuzz_touch_request(&r);
   }
@@ -103,7 +110,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fuzz_check(arena != NULL);
   if (data_bytes) memcpy(arena + DATA_OFFSET, data + sizeof e + 1, data_bytes);
   FUZZ_POISON(arena, DATA_OFFSET);
-  const gemmd_shm_region_t rg = {arena, DATA_OFFSET, data_bytes};
+  const gemmd_shm_region_t rg = {arena, DATA_OFFSET, data_bytes, 0};
+  const gemmd_shm_region_t region1 = {arena + DATA_OFFSET, 0, data_bytes, 1};
 
   gemmd_weights_t ws;
   gemmd_weights_init(&ws, 1ull << 30);
@@ -112,10 +120,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (settings & 2) ws.budget = ws.bytes + 1024;
   const gemmd_limits_t lim = {65536, 65536, 65536};
 
-  if (gemmd_shm_reserved_clear(&e)) {
+  if (gemmd_shm_reserved_clear(&e, settings & 4 ? GEMMD_SHM_VERSION_2 : GEMMD_SHM_VERSION)) {
     switch (e.opcode) {
       case GEMMD_SHM_OP_GEMM:
-        gemm(&rg, &e, &lim, &ws, settings & 1);
+        gemm(&rg, &region1, &e, &lim, &ws, settings & 1);
         break;
       case GEMMD_SHM_OP_REGISTER_WEIGHT:
         register_weight(&rg, &e, &lim, &ws);

@@ -136,7 +136,8 @@ def raw_entry(**fields):
     """A 128-byte submission entry with named fields (defaults 0)."""
     order = ["opcode", "a_dtype", "a_layout", "out_dtype", "b_source", "b_dtype", "b_layout", "r0",
              "m", "n", "k", "timeout_us", "request_id", "weight_id", "a_offset", "a_scales_offset",
-             "b_offset", "b_scales_offset", "d_offset", "d_capacity"]
+             "b_offset", "b_scales_offset", "d_offset", "d_capacity", "a_region", "a_scales_region",
+             "d_region"]
     return S.SQE.pack(*[fields.get(f, 0) for f in order])
 
 

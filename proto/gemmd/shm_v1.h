@@ -1,7 +1,8 @@
-/* The shared-memory protocol, version 1: byte layouts of docs/shm-protocol.md as C
- * structs, shared by gemmd (daemon/shm_server.c) and libgemmclient (client/shm_client.c).
- * The document is the contract; these structs must match it byte for byte (static
- * asserts below and proto/shm_layout_test.c check the offsets). */
+/* The shared-memory protocol, version 1 and version 2's additions (regions of the client's
+ * own memory, §7): byte layouts of docs/shm-protocol.md as C structs, shared by gemmd
+ * (daemon/shm_server.c) and libgemmclient (client/lib/shm_client.c). The document is the
+ * contract; these structs must match it byte for byte (the static asserts below check the
+ * offsets). */
 #ifndef GEMMD_PROTO_SHM_V1_H_
 #define GEMMD_PROTO_SHM_V1_H_
 
@@ -9,7 +10,8 @@
 #include <stdint.h>
 
 #define GEMMD_SHM_MAGIC "GEMMDSH1" /* 8 bytes, no NUL on the wire */
-#define GEMMD_SHM_VERSION 1u
+#define GEMMD_SHM_VERSION 1u    /* the version a client without regions speaks */
+#define GEMMD_SHM_VERSION_2 2u  /* version 1 plus regions (docs/shm-protocol.md §7) */
 #define GEMMD_SHM_HEADER_BYTES 4096u
 #define GEMMD_SHM_ENTRY_BYTES 128u
 
@@ -21,6 +23,10 @@ enum {
 };
 
 enum { GEMMD_SHM_B_WEIGHT = 0, GEMMD_SHM_B_INLINE = 1 };
+
+/* Version 2: control messages on the socket after WELCOME, and kinds of region. */
+enum { GEMMD_SHM_CTL_REGION_OPEN = 1, GEMMD_SHM_CTL_REGION_CLOSE = 2 };
+enum { GEMMD_SHM_REGION_FD = 1, GEMMD_SHM_REGION_CUDA_IPC = 2 };
 
 typedef struct gemmd_shm_hello_s {
   char magic[8];
@@ -89,7 +95,11 @@ typedef struct gemmd_shm_sqe_s {
   uint64_t b_scales_offset;
   uint64_t d_offset;
   uint64_t d_capacity;
-  uint8_t reserved1[40];
+  /* Version 2 (0 in version 1): the regions A, A's scales and D lie in; 0 = the arena. */
+  uint32_t a_region;
+  uint32_t a_scales_region;
+  uint32_t d_region;
+  uint8_t reserved1[28];
 } gemmd_shm_sqe_t;
 
 typedef struct gemmd_shm_cqe_s {
@@ -106,6 +116,29 @@ typedef struct gemmd_shm_cqe_s {
   char message[64];
 } gemmd_shm_cqe_t;
 
+/* Version 2: a control message a client sends on the socket (128 bytes; an fd for
+ * GEMMD_SHM_REGION_FD rides along as SCM_RIGHTS), and gemmd's reply (256 bytes). */
+typedef struct gemmd_shm_ctl_s {
+  uint32_t op;   /* GEMMD_SHM_CTL_* */
+  uint32_t kind; /* REGION_OPEN: GEMMD_SHM_REGION_* */
+  uint64_t bytes;     /* REGION_OPEN: the region's size */
+  uint64_t tag;       /* echoed in the reply */
+  uint32_t region_id; /* REGION_CLOSE */
+  uint32_t reserved0;
+  uint8_t handle[64]; /* REGION_OPEN of a CUDA_IPC region: its cudaIpcMemHandle_t */
+  uint8_t reserved1[32];
+} gemmd_shm_ctl_t;
+
+typedef struct gemmd_shm_ctl_reply_s {
+  uint32_t op;
+  int32_t status; /* 0 OK, else a gRPC status code */
+  uint64_t tag;
+  uint32_t region_id; /* REGION_OPEN: the new region's id */
+  uint32_t reserved;
+  uint64_t bytes;
+  char message[224];
+} gemmd_shm_ctl_reply_t;
+
 #ifdef __cplusplus
 #define GEMMD_SHM_STATIC_ASSERT static_assert
 #else
@@ -118,6 +151,10 @@ GEMMD_SHM_STATIC_ASSERT(offsetof(gemmd_shm_header_t, sq_tail) == 256, "sq_tail a
 GEMMD_SHM_STATIC_ASSERT(offsetof(gemmd_shm_header_t, cq_seq) == 640, "cq_seq at 640");
 GEMMD_SHM_STATIC_ASSERT(sizeof(gemmd_shm_sqe_t) == GEMMD_SHM_ENTRY_BYTES, "SQ entry size");
 GEMMD_SHM_STATIC_ASSERT(offsetof(gemmd_shm_sqe_t, d_capacity) == 80, "d_capacity at 80");
+GEMMD_SHM_STATIC_ASSERT(offsetof(gemmd_shm_sqe_t, a_region) == 88, "a_region at 88");
+GEMMD_SHM_STATIC_ASSERT(offsetof(gemmd_shm_sqe_t, d_region) == 96, "d_region at 96");
+GEMMD_SHM_STATIC_ASSERT(sizeof(gemmd_shm_ctl_t) == 128, "a control message is 128 bytes");
+GEMMD_SHM_STATIC_ASSERT(sizeof(gemmd_shm_ctl_reply_t) == 256, "a control reply is 256 bytes");
 GEMMD_SHM_STATIC_ASSERT(sizeof(gemmd_shm_cqe_t) == GEMMD_SHM_ENTRY_BYTES, "CQ entry size");
 GEMMD_SHM_STATIC_ASSERT(offsetof(gemmd_shm_cqe_t, message) == 64, "message at 64");
 

@@ -60,8 +60,13 @@ SERVER_IDLE, CLIENT_WAITING, CQ_SEQ = 512, 576, 640
 HELLO = struct.Struct("<8sIIQII")               # 32 bytes
 WELCOME = struct.Struct("<8sIiQII224s")          # 256 bytes
 GEOMETRY = struct.Struct("<8sIIQIIIIQQII")       # header bytes 0..64
-SQE = struct.Struct("<8BIIIIQQQQQQQQ40x")        # 128 bytes
+SQE = struct.Struct("<8BIIIIQQQQQQQQIII28x")     # 128 bytes (version 1: the three regions 0)
 CQE = struct.Struct("<QiIQQQQIIQ64s")            # 128 bytes
+CTL = struct.Struct("<IIQQII64s32x")              # 128 bytes, version 2 (section 7)
+CTL_REPLY = struct.Struct("<IiQIIQ224s")          # 256 bytes
+VERSION_2 = 2
+CTL_REGION_OPEN, CTL_REGION_CLOSE = 1, 2
+REGION_FD, REGION_CUDA_IPC = 1, 2
 
 ShmError = GemmdError  # the name this module's first version used
 
@@ -97,30 +102,32 @@ def scale_count(layout: int, rows: int, cols: int) -> int:
 
 def gemm_sqe(request_id: int, m: int, k: int, a: tuple, d: int, d_capacity: int,
              weight_id: int = 0, b: Optional[tuple] = None, n: int = 0, out_dtype: int = 0,
-             timeout_us: int = 0) -> bytes:
-    """A GEMM entry. a, b: (data offset, dtype, layout, scales offset or 0)."""
+             timeout_us: int = 0, regions: tuple = (0, 0, 0)) -> bytes:
+    """A GEMM entry. a, b: (data offset, dtype, layout, scales offset or 0); regions: the
+    regions A, A's scales and D lie in (version 2; 0 = the arena, offsets then count from
+    the region's start)."""
     a_off, a_dt, a_l, a_s = a
     b_off, b_dt, b_l, b_s = b if b is not None else (0, 0, 0, 0)
     return SQE.pack(OP_GEMM, a_dt, a_l, out_dtype, 1 if b is not None else 0, b_dt, b_l, 0,
                     m, n, k, timeout_us, request_id, weight_id, a_off, a_s or 0, b_off, b_s or 0,
-                    d, d_capacity)
+                    d, d_capacity, *regions)
 
 
 def register_sqe(request_id: int, n: int, k: int, dtype: int, layout: int, data_off: int,
                  scales_off: int, name_off: int, name_len: int) -> bytes:
     return SQE.pack(OP_REGISTER_WEIGHT, dtype, layout, 0, 0, 0, 0, 0, n, 0, k, 0, request_id, 0,
-                    data_off, scales_off, 0, 0, name_off, name_len)
+                    data_off, scales_off, 0, 0, name_off, name_len, 0, 0, 0)
 
 
 def unregister_sqe(request_id: int, weight_id: int) -> bytes:
     return SQE.pack(OP_UNREGISTER_WEIGHT, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, request_id, weight_id,
-                    0, 0, 0, 0, 0, 0)
+                    0, 0, 0, 0, 0, 0, 0, 0, 0)
 
 
 def weight_info_sqe(request_id: int, weight_id: int = 0, name_off: int = 0,
                     name_len: int = 0) -> bytes:
     return SQE.pack(OP_WEIGHT_INFO, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, request_id, weight_id, 0, 0,
-                    0, 0, name_off, name_len)
+                    0, 0, name_off, name_len, 0, 0, 0)
 
 
 # ---- The arena's data region ---------------------------------------------------------------
@@ -189,14 +196,15 @@ class Connection:
     neither allocates nor decides how to wait; not thread-safe on its own."""
 
     def __init__(self, path: str, arena_bytes: int = 0, entries: int = 0,
-                 connect_timeout: float = CONNECT_RETRY_S):
+                 connect_timeout: float = CONNECT_RETRY_S, version: int = VERSION):
+        self.version = version
         # Many workers starting at once can pass gemmd's bound on handshakes in progress:
         # such a connection is turned away as UNAVAILABLE (or closed before its WELCOME)
         # and tried again after a jittered backoff, until connect_timeout.
         deadline, backoff = time.monotonic() + connect_timeout, 0.0005
         while True:
             try:
-                msg, fds = self._hello(path, arena_bytes, entries)
+                msg, fds = self._hello(path, arena_bytes, entries, version)
                 break
             except _Transient as e:
                 if time.monotonic() + backoff > deadline:
@@ -209,7 +217,7 @@ class Connection:
                 os.close(fd)
             self.sock.close()
             raise GemmdError(status, text.split(b"\0", 1)[0].decode())
-        if magic != MAGIC or version != VERSION or len(fds) != 3:
+        if magic != MAGIC or version != self.version or len(fds) != 3:
             for fd in fds:
                 os.close(fd)
             self.sock.close()
@@ -224,7 +232,7 @@ class Connection:
         (_m, _v, _hb, self.size, self.sq_off, self.entries, self.cq_off, _cqn, self.data_off,
          self.data_bytes, _id, _mi) = GEOMETRY.unpack_from(self.arena, 0)
 
-    def _hello(self, path: str, arena_bytes: int, entries: int) -> tuple[bytes, list[int]]:
+    def _hello(self, path: str, arena_bytes: int, entries: int, version: int) -> tuple[bytes, list[int]]:
         """One connect, HELLO and WELCOME: the WELCOME and its fds; the socket becomes self.sock."""
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
@@ -236,7 +244,7 @@ class Connection:
             sock.close()
             raise GemmdError(StatusCode.UNAVAILABLE, "cannot connect to %s: %s" % (path, e)) from e
         try:
-            sock.send(HELLO.pack(MAGIC, VERSION, 0, arena_bytes, entries, 0))
+            sock.send(HELLO.pack(MAGIC, version, 0, arena_bytes, entries, 0))
         except OSError:
             pass  # a refusal comes before the HELLO is read: read it
         try:
@@ -260,6 +268,33 @@ class Connection:
             raise _Transient(GemmdError(status, WELCOME.unpack(msg)[6].split(b"\0", 1)[0].decode()))
         self.sock: Optional[socket.socket] = sock
         return msg, fds
+
+    # ---- regions (version 2, section 7) ------------------------------------------------
+    def control(self, op: int, kind: int = 0, nbytes: int = 0, region_id: int = 0,
+                handle: bytes = b"", fd: Optional[int] = None, tag: int = 0) -> tuple[int, int]:
+        """Sends one control message (with `fd` attached) and reads its reply: (status code,
+        region id); raises GemmdError for a refusal."""
+        raw = CTL.pack(op, kind, nbytes, tag, region_id, 0, handle)
+        if fd is None:
+            self.sock.send(raw)
+        else:
+            socket.send_fds(self.sock, [raw], [fd])
+        reply = self.sock.recv(CTL_REPLY.size)
+        if len(reply) != CTL_REPLY.size:
+            raise GemmdError(StatusCode.UNAVAILABLE, "gemmd closed the connection")
+        _op, status, _tag, rid, _r, _bytes, text = CTL_REPLY.unpack(reply)
+        if status != 0:
+            raise GemmdError(status, text.split(b"\0", 1)[0].decode())
+        return status, rid
+
+    def open_region_fd(self, fd: int, nbytes: int) -> int:
+        """Hands gemmd a region of this process's device memory by fd (a memfd on the CPU
+        backend) and returns its id; the fd may be closed after."""
+        return self.control(CTL_REGION_OPEN, REGION_FD, nbytes, fd=fd)[1]
+
+    def close_region(self, region_id: int) -> None:
+        """No later entry may name the region; gemmd unmaps it once its requests are done."""
+        self.control(CTL_REGION_CLOSE, region_id=region_id)
 
     def write(self, off: int, data: bytes) -> None:
         self.arena[off:off + len(data)] = data
@@ -334,8 +369,8 @@ class Client(Connection):
     """The byte-level client: operands at offsets the caller allocates (and frees);
     requests as entries. One thread at a time."""
 
-    def __init__(self, path: str, arena_bytes: int = 0, entries: int = 0):
-        super().__init__(path, arena_bytes, entries)
+    def __init__(self, path: str, arena_bytes: int = 0, entries: int = 0, version: int = VERSION):
+        super().__init__(path, arena_bytes, entries, version=version)
         self.heap = Arena(self.data_off, self.data_bytes)
         self._next_id = 1
         self._done: dict[int, Completion] = {}
@@ -364,10 +399,11 @@ class Client(Connection):
         self.push(entries)
 
     def gemm_entry(self, m, k, a, d, d_capacity, weight_id=0, b=None, n=0, out_dtype=0,
-                   timeout_us=0, request_id=None):
+                   timeout_us=0, request_id=None, regions=(0, 0, 0)):
         """(request id, the 128-byte GEMM entry) without submitting it."""
         rid = self._new_id() if request_id is None else request_id
-        return rid, gemm_sqe(rid, m, k, a, d, d_capacity, weight_id, b, n, out_dtype, timeout_us)
+        return rid, gemm_sqe(rid, m, k, a, d, d_capacity, weight_id, b, n, out_dtype, timeout_us,
+                             regions)
 
     def _collect(self, block: bool) -> int:
         """Consumes every published completion; with block, sleeps (at most a second) when
@@ -407,10 +443,11 @@ class Client(Connection):
 
     # ---- operations ---------------------------------------------------------------------
     def gemm_async(self, m, k, a, d, d_capacity, weight_id=0, b=None, n=0, out_dtype=0,
-                   timeout_us=0, request_id=None) -> int:
-        """a, b: (data offset, dtype, layout, scales offset or 0). Returns the request id."""
+                   timeout_us=0, request_id=None, regions=(0, 0, 0)) -> int:
+        """a, b: (data offset, dtype, layout, scales offset or 0); regions: see gemm_sqe.
+        Returns the request id."""
         rid, raw = self.gemm_entry(m, k, a, d, d_capacity, weight_id, b, n, out_dtype, timeout_us,
-                                   request_id)
+                                   request_id, regions)
         self.submit(raw)
         return rid
 
