@@ -13,6 +13,7 @@ targets=(
   //daemon:gemmd
   //client/gemmctl
   //kernels/bench:gemm_bench
+  //tools/bench:engine_bench
 )
 # More GPU tests and tools join this list as they are written. Instrumented and candidate
 # kernel builds (kernels/bench/BUILD; their tests tagged "candidate") come only when named:

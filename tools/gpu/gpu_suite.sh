@@ -13,6 +13,8 @@
 #             0.9 MB-result shape, C gRPC, decode beside prefill); with GEMMD_BASE_DIR (a folder
 #             holding another build's gemmd, e.g. the previous commit's, carried beside the
 #             bundle) the same rows again against it, in the same call;
+#   engine    tools/bench/engine_bench.c: decode batches of 1-64 groups (8 rows, their own
+#             4096×4096 weights) through the engine alone, GEMM time per batch and weight TB/s;
 #   bench     the engine's numbers (tools/bench/gpu_engine.sh).
 # Logs land in $OUT. Usage: tools/gpu/gpu_suite.sh [parts...] (default: tests suites bench)
 set -u
@@ -110,6 +112,12 @@ if [[ " $parts " == *" serving "* ]]; then
     serving "$label-0.9MB" "$dir" --backend cuda --shape 64x7168x2048 --seconds 2 --workers 32 --clients c-shm $torch
     serving "$label-grpc" "$dir" $decode --weights 16 --workers 1,32 --clients c-grpc
     serving "$label-mix" "$dir" $decode --workers 16 --clients , --mix c-shm:16:py-shm:2:4096x7168x16384
+  done
+fi
+if [[ " $parts " == *" engine "* ]]; then
+  for kk in wgmma cublaslt; do
+    timeout 120 .gpu/bin/engine_bench --backend cuda --kernel $kk --groups 1,8,32,64 --reps 50 2>&1 |
+      tee "$out/engine_bench-$kk.log" || fail=1
   done
 fi
 if [[ " $parts " == *" bench "* ]]; then
