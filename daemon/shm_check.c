@@ -60,7 +60,9 @@ int gemmd_shm_in_data(const gemmd_shm_region_t *rg, uint64_t offset, uint64_t le
 
 int gemmd_shm_reserved_clear(const gemmd_shm_sqe_t *e, uint32_t version) {
   if (e->reserved0 != 0) return 0;
-  if (version < GEMMD_SHM_VERSION_2 && (e->a_region | e->a_scales_region | e->d_region) != 0) return 0;
+  if (version < GEMMD_SHM_VERSION_2 && (e->a_region | e->a_scales_region | e->d_region) != 0) {
+    return 0;
+  }
   for (size_t i = 0; i < sizeof e->reserved1; i++) {
     if (e->reserved1[i] != 0) return 0;
   }

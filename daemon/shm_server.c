@@ -652,7 +652,8 @@ static void on_client_handle_closed(uv_handle_t *h) {
   }
   ss->n_clients--;
   for (int i = 0; i < MAX_REGIONS; i++) { /* no request is in flight any more */
-    if (c->regions[i].id != 0) ss->srv->engine->ops->region_close(ss->srv->engine, c->regions[i].base, c->regions[i].bytes);
+    const shm_region_t *g = &c->regions[i];
+    if (g->id != 0) ss->srv->engine->ops->region_close(ss->srv->engine, g->base, g->bytes);
   }
   if (c->arena != NULL) ss->arena_bytes_total -= c->arena_bytes;
   if (c->sock >= 0) close(c->sock);
@@ -898,7 +899,8 @@ static void handshake(shm_client_t *c) {
 
 /* ---- Regions (version 2, docs/shm-protocol.md §7) ------------------------------------------ */
 
-static int open_region(shm_client_t *c, const gemmd_shm_ctl_t *m, int fd, gemmd_shm_ctl_reply_t *out) {
+static int open_region(shm_client_t *c, const gemmd_shm_ctl_t *m, int fd,
+                       gemmd_shm_ctl_reply_t *out) {
   gemmd_engine_t *eng = c->ss->srv->engine;
   if (eng->ops->region_open == NULL) {
     snprintf(out->message, sizeof out->message, "this gemmd's %s backend takes no regions yet",
@@ -984,7 +986,9 @@ static void on_control(shm_client_t *c) {
   for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
     if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
     const size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (size_t i = 0; i < k && n_fds < 4; i++) memcpy(&fds[n_fds++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+    for (size_t i = 0; i < k && n_fds < 4; i++) {
+      memcpy(&fds[n_fds++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+    }
   }
   for (int i = 1; i < n_fds; i++) close(fds[i]);
   gemmd_shm_ctl_reply_t r;

@@ -19,8 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
   fuzz_check(size == sizeof hello && memcmp(hello.magic, GEMMD_SHM_MAGIC, 8) == 0);
-  fuzz_check((hello.version == GEMMD_SHM_VERSION || hello.version == GEMMD_SHM_VERSION_2) && hello.flags == 0 &&
-             hello.reserved == 0);
+  fuzz_check(hello.version == GEMMD_SHM_VERSION || hello.version == GEMMD_SHM_VERSION_2);
+  fuzz_check(hello.flags == 0 && hello.reserved == 0);
   uint64_t bytes = 0;
   uint32_t entries = 0;
   code = gemmd_shm_hello_geometry(&hello, 256ull << 20, &bytes, &entries, msg, sizeof msg);

@@ -805,9 +805,9 @@ int gemmd_shm_set_wait(gemmd_shm_client_t *s, const char *mode, unsigned spin_us
 }
 
 /* One connect, HELLO and WELCOME. 0 with the socket and the WELCOME's three fds, or the
- * status code with status; *transient says whether trying again may succeed: gemmd turned the connection away
- * with UNAVAILABLE (too many handshakes at once), closed it before its WELCOME, or its listen
- * backlog was full. */
+ * status code with status; *transient says whether trying again may succeed: gemmd turned
+ * the connection away with UNAVAILABLE (too many handshakes at once), closed it before its
+ * WELCOME, or its listen backlog was full. */
 static int hello_once(const char *path, int *sock_out, gemmd_shm_welcome_t *w, int fds[3],
                       int *transient, gemmd_status_t *status) {
   *transient = 0;
