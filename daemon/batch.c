@@ -95,6 +95,10 @@ void gemmd_batch_stage_a(const gemmd_batch_t *b, uint8_t *a_arena, float *sa_are
     if (r->a == NULL) continue; /* raw A: the engine quantizes it into place */
     const uint32_t lda = b->table[r->group].lda;
     uint8_t *dst = a_arena + r->a_offset;
+    if (r->a_device) { /* the engine copies rows and scales on the device over zeroed rows */
+      memset(dst, 0, (size_t)r->m * lda);
+      continue;
+    }
     if (gemmd_batch_a_direct(b, r)) {
       /* the engine DMAs the rows */
     } else if (lda == r->k) {

@@ -62,7 +62,8 @@ int gemmd_batch_a_direct(const gemmd_batch_t *b, const gemmd_request_t *r);
 
 /* Copies every request's 1×128 A scales, and its A rows (zero-padded to lda) unless they
  * go direct (gemmd_batch_a_direct), to their places in the arenas; requests with raw A
- * are left to the engine. */
+ * are left to the engine, and so are rows and scales in device memory (a_device), whose
+ * rows are zeroed here for the engine's device copy to fill. */
 void gemmd_batch_stage_a(const gemmd_batch_t *b, uint8_t *a_arena, float *sa_arena);
 
 #endif /* GEMMD_DAEMON_BATCH_H_ */

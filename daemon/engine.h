@@ -51,11 +51,13 @@ typedef struct gemmd_engine_ops_s {
   /* A shared-memory client's region of its own device memory (docs/shm-protocol.md §7):
    * `kind` GEMMD_SHM_REGION_FD with `fd` (kept open by the caller, closed by it after), or
    * GEMMD_SHM_REGION_CUDA_IPC with the 64-byte `handle`. Maps at least `bytes` of it and
-   * returns its base, where the engine reads A and writes D in place, or a gRPC code with
-   * msg. The CPU engine's device memory is the host's: it maps the fd (a memfd). Runs on
-   * the loop. close unmaps; no request uses the region then. NULL: no regions here. */
+   * returns its base, where the engine reads A and writes D in place, and whether that is
+   * device memory the host must not touch (the requests' a_device, d_device), or a gRPC
+   * code with msg. The CPU engine's device memory is the host's: it maps the fd (a memfd);
+   * the CUDA engine opens IPC handles. Runs on a uv pool thread (opening takes a while).
+   * close unmaps, on the loop, when no request uses the region. NULL: no regions here. */
   int (*region_open)(gemmd_engine_t *e, int kind, int fd, const uint8_t handle[64], uint64_t bytes,
-                     void **base, char *msg, size_t n);
+                     void **base, int *on_device, char *msg, size_t n);
   void (*region_close)(gemmd_engine_t *e, void *base, uint64_t bytes);
   /* Frees the engine's arenas of a finished batch and its slot, once its requests are
    * answered: on the loop, or on the thread that called `done` (see above). */

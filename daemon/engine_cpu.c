@@ -186,9 +186,10 @@ static void cpu_close(gemmd_engine_t *base) {
 /* A region of the CPU engine's device memory, which is host memory: a file the client
  * shares (a memfd), mapped for reading A and writing D in place. */
 static int cpu_region_open(gemmd_engine_t *base, int kind, int fd, const uint8_t handle[64],
-                           uint64_t bytes, void **out, char *msg, size_t n) {
+                           uint64_t bytes, void **out, int *on_device, char *msg, size_t n) {
   (void)base;
   (void)handle;
+  *on_device = 0;
   if (kind != GEMMD_SHM_REGION_FD) {
     snprintf(msg, n, "region kind %d needs the CUDA backend; the CPU backend maps fds (kind %d)",
              kind, GEMMD_SHM_REGION_FD);

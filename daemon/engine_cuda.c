@@ -40,6 +40,7 @@
 #include "daemon/kernel_choice.h"
 #include "daemon/log.h"
 #include "daemon/status.h"
+#include "gemmd/shm_v1.h"
 #include "kernels/cublaslt_gemm.h"
 #include "kernels/errors.h"
 #include "kernels/gpu_gemm.h"
@@ -419,6 +420,65 @@ static void cuda_arena_unregister(gemmd_engine_t *base, void *p, size_t bytes) {
   unregister_range(p, bytes);
 }
 
+/* ---- Clients' regions of device memory (shm protocol version 2) ------------------------------ */
+
+/* cuMemGetAddressRange (the driver's; the runtime has no call for an allocation's extent),
+ * through the runtime's entry-point lookup so that gemmd links no libcuda itself. */
+typedef int (*mem_range_fn)(unsigned long long *base, size_t *size, unsigned long long ptr);
+
+/* A region opened from a CUDA IPC handle of another process's cudaMalloc block: mapped
+ * here, and checked to hold `bytes` from its start, so that no offset the client names
+ * can reach past the block. An fd (cuMemExportToShareableHandle) is not taken yet. */
+static int cuda_region_open(gemmd_engine_t *base, int kind, int fd, const uint8_t handle[64],
+                            uint64_t bytes, void **out, int *on_device, char *msg, size_t n) {
+  cuda_engine_t *e = (cuda_engine_t *)base;
+  (void)fd;
+  *on_device = 1;
+  if (kind != GEMMD_SHM_REGION_CUDA_IPC) {
+    snprintf(msg, n, "the CUDA backend takes regions of kind %d (a CUDA IPC handle); fds are not "
+             "taken yet", GEMMD_SHM_REGION_CUDA_IPC);
+    return GEMMD_CODE_UNIMPLEMENTED;
+  }
+  cudaSetDevice(e->device);
+  cudaIpcMemHandle_t h;
+  memcpy(&h, handle, sizeof h < 64 ? sizeof h : 64);
+  void *p = NULL;
+  cudaError_t err = cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    snprintf(msg, n, "the CUDA IPC handle could not be opened: %s", cudaGetErrorString(err));
+    return GEMMD_CODE_INVALID_ARGUMENT;
+  }
+  mem_range_fn range = NULL;
+  enum cudaDriverEntryPointQueryResult found;
+  unsigned long long block = 0;
+  size_t size = 0;
+  if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", (void **)&range, 12000, cudaEnableDefault,
+                                       &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess || range == NULL ||
+      range(&block, &size, (unsigned long long)(uintptr_t)p) != 0) {
+    cudaGetLastError();
+    cudaIpcCloseMemHandle(p);
+    snprintf(msg, n, "the region's extent could not be read (cuMemGetAddressRange)");
+    return GEMMD_CODE_INTERNAL;
+  }
+  const uint64_t room = block + size - (unsigned long long)(uintptr_t)p;
+  if (bytes == 0 || bytes > room) {
+    cudaIpcCloseMemHandle(p);
+    snprintf(msg, n, "a region of %" PRIu64 " bytes does not fit its allocation (%" PRIu64
+             " bytes from the handle's address)", bytes, room);
+    return GEMMD_CODE_INVALID_ARGUMENT;
+  }
+  *out = p;
+  return GEMMD_CODE_OK;
+}
+
+static void cuda_region_close(gemmd_engine_t *base, void *p, uint64_t bytes) {
+  (void)bytes;
+  cudaSetDevice(((cuda_engine_t *)base)->device);
+  if (cudaIpcCloseMemHandle(p) != cudaSuccess) cudaGetLastError();
+}
+
 /* A copy between the device and registered host memory (an arena), in pieces that each
  * stay inside one registration. */
 static cudaError_t host_dma(uint8_t *dev, uint8_t *host, size_t n, enum cudaMemcpyKind kind, cudaStream_t stream) {
@@ -526,7 +586,7 @@ static int stage(const cuda_engine_t *e, slot_t *s, gemmd_batch_t *b, const layo
     const gemmd_request_t *r = b->requests[i];
     if (r->a_raw == NULL) continue;
     const size_t bytes = (size_t)r->m * r->k * gemmd_dtype_size(r->a_raw_dtype);
-    memcpy(H + L->h.raw_arena + raw, r->a_raw, bytes);
+    if (!r->a_device) memcpy(H + L->h.raw_arena + raw, r->a_raw, bytes); /* else upload copies it */
     gemmd_quant_job_t *q = &jobs[j++];
     memset(q, 0, sizeof *q);
     q->src_offset = raw;
@@ -556,9 +616,38 @@ static int stage(const cuda_engine_t *e, slot_t *s, gemmd_batch_t *b, const layo
 
 static int fault_kernel_launch(cudaStream_t stream);
 
-/* Everything before D reaches the device: the staged bytes from the pinned copy, and the
- * A rows of requests that go direct (gemmd_batch_a_direct) from their registered arenas,
- * so that a large A is never copied on the host. Requests are in a_offset order. */
+/* A in the client's device memory (a_device): its rows into the A arena, over the zeroed
+ * rows the staged copy brought (the padding past k stays 0), and its scales, or its raw
+ * rows into the raw arena for the quantizer, at the offsets stage gave them. After the
+ * staged upload, on the same stream. */
+static cudaError_t device_a_copies(slot_t *s, const layout_t *L, const gemmd_batch_t *b) {
+  cudaError_t err = cudaSuccess;
+  uint64_t raw = 0;
+  for (uint32_t i = 0; i < b->n_requests && !err; i++) {
+    const gemmd_request_t *r = b->requests[i];
+    const size_t raw_bytes = r->a_raw != NULL ? (size_t)r->m * r->k * gemmd_dtype_size(r->a_raw_dtype) : 0;
+    if (r->a_device && r->a_raw != NULL) {
+      err = cudaMemcpyAsync(s->dev + L->h.raw_arena + raw, r->a_raw, raw_bytes, cudaMemcpyDeviceToDevice,
+                            s->stream);
+    } else if (r->a_device) {
+      const uint32_t lda = b->table[r->group].lda;
+      err = cudaMemcpy2DAsync(s->dev + L->h.a_arena + r->a_offset, lda, r->a, r->k, r->k, r->m,
+                              cudaMemcpyDeviceToDevice, s->stream);
+      if (!err) {
+        err = cudaMemcpyAsync((float *)(void *)(s->dev + L->h.sa_arena) + r->sa_offset, r->a_scales,
+                              sizeof(float) * (size_t)gemmd_group_sa_count(r->m, r->k),
+                              cudaMemcpyDeviceToDevice, s->stream);
+      }
+    }
+    if (r->a_raw != NULL) raw = align256(raw + raw_bytes);
+  }
+  return err;
+}
+
+/* Everything before D reaches the device: the staged bytes from the pinned copy, the A
+ * rows of requests that go direct (gemmd_batch_a_direct) from their registered arenas,
+ * so that a large A is never copied on the host, and A in device memory. Requests are in
+ * a_offset order. */
 static cudaError_t upload(slot_t *s, const layout_t *L, const gemmd_batch_t *b) {
   cudaError_t err = cudaSuccess;
   uint64_t from = 0; /* bytes of the pinned copy uploaded so far */
@@ -573,6 +662,7 @@ static cudaError_t upload(slot_t *s, const layout_t *L, const gemmd_batch_t *b) 
   if (!err && from < L->in_bytes) {
     err = cudaMemcpyAsync(s->dev + from, s->host + from, L->in_bytes - from, cudaMemcpyHostToDevice, s->stream);
   }
+  if (!err) err = device_a_copies(s, L, b);
   return err;
 }
 
@@ -720,7 +810,8 @@ static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_
    * batch of shared-memory requests gets just their own DMAs below. */
   int host_readers = 0;
   for (uint32_t i = 0; i < b->n_requests; i++) {
-    host_readers += b->requests[i]->d_dest == NULL || !b->requests[i]->d_dest_pinned;
+    const gemmd_request_t *r = b->requests[i];
+    host_readers += r->d_dest == NULL || (!r->d_dest_pinned && !r->d_device);
   }
   if (!err && host_readers > 0) {
     *step = "download";
@@ -729,11 +820,15 @@ static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_
   if (err) return err;
   *step = "result copies";
   /* Shared-memory results go straight into the client's registered arena: a DMA per 2 MiB
-   * piece. An arena that is not pinned gets its result from the pinned buffer, copied by a
-   * finishing thread (answer_batch). */
+   * piece; into a region of the client's device memory, a device copy. An arena that is
+   * not pinned gets its result from the pinned buffer, copied by a finishing thread
+   * (answer_batch). */
   for (uint32_t i = 0; i < b->n_requests && !err; i++) {
     const gemmd_request_t *r = b->requests[i];
-    if (r->d_dest != NULL && r->d_dest_pinned) {
+    if (r->d_device) {
+      err = cudaMemcpyAsync(r->d_dest, s->dev + L->h.d_arena + r->d_offset, r->d_bytes, cudaMemcpyDeviceToDevice,
+                            s->stream);
+    } else if (r->d_dest != NULL && r->d_dest_pinned) {
       err = host_dma(s->dev + L->h.d_arena + r->d_offset, r->d_dest, r->d_bytes, cudaMemcpyDeviceToHost, s->stream);
     }
   }
@@ -989,7 +1084,8 @@ static void *completer_main(void *arg) {
         }
         for (uint32_t i = 0; i < b->n_requests; i++) {
           gemmd_request_t *r = b->requests[i];
-          r->d = r->d_dest != NULL && r->d_dest_pinned ? r->d_dest : s->host + s->hdr.d_arena + r->d_offset;
+          r->d = r->d_dest != NULL && (r->d_dest_pinned || r->d_device) ? r->d_dest
+                                                                         : s->host + s->hdr.d_arena + r->d_offset;
         }
       }
     }
@@ -1095,6 +1191,8 @@ static const gemmd_engine_ops_t cuda_ops = {
     .weight_quantize = cuda_weight_quantize,
     .weight_unload = cuda_weight_unload,
     .arena_register = cuda_arena_register,
+    .region_open = cuda_region_open,
+    .region_close = cuda_region_close,
     .arena_unregister = cuda_arena_unregister,
     .batch_release = cuda_batch_release,
     .memory_used = cuda_memory_used,

@@ -50,6 +50,9 @@ struct gemmd_request_s {
   const uint8_t *a;
   const float *a_scales;
   int a_pinned; /* a lies in memory registered with the engine: a DMA may read it */
+  /* a and a_scales (or a_raw) are device memory of the engine (a client's region, shm
+   * protocol version 2): never read on the host, copied on the device. */
+  int a_device;
   uint8_t *a_owned; /* storage made by normalization, freed by gemmd_request_release */
   float *a_scales_owned;
   /* Or, for an engine that quantizes on the device: A as sent (BF16/FP16/FP32, no
@@ -84,6 +87,7 @@ struct gemmd_request_s {
   char message[512];  /* for status != OK */
   uint8_t *d_dest;    /* when set, the engine copies D here (a shared-memory arena) */
   int d_dest_pinned;  /* d_dest is registered with the engine: a DMA may write it */
+  int d_device;       /* d_dest is device memory of the engine: D is copied there on the device */
   const uint8_t *d;   /* m×n of out_dtype, valid during respond */
   size_t d_bytes;
   uint64_t batch_id, compute_ns;

@@ -70,6 +70,7 @@ typedef struct {
   unsigned refs; /* requests in flight that read or write it */
   uint8_t *base;
   uint64_t bytes;
+  int on_device; /* the engine's device memory, which the host never touches */
 } shm_region_t;
 
 struct shm_client_s {
@@ -107,6 +108,7 @@ struct shm_client_s {
   int refs; /* the connection's own + one per operation in flight */
   int draining_ring;
   int registering; /* a REGISTER_WEIGHT is on the pool: the next one waits in the ring */
+  int opening_region; /* a REGION_OPEN is on the pool: the socket is not read meanwhile */
   uint32_t version; /* the protocol version of its HELLO */
   shm_region_t regions[MAX_REGIONS];
   uint32_t next_region_id;
@@ -324,6 +326,19 @@ static int take_gemm(shm_client_t *c, const gemmd_shm_sqe_t *e, shm_op_t *op, ch
                                         &ops, &d_bytes, msg, n);
   if (code) return code;
   const int quantizes_a = c->ss->srv->engine->quantizes_a;
+  /* A in device memory is read by the device alone: FP8 with its 1×128 scales in device
+   * memory too, or BF16/FP16/FP32 without scales for the engine's quantizer. */
+  const int a_dev = used[0] != NULL && used[0]->on_device;
+  const int sa_dev = used[1] != NULL && used[1]->on_device && ops.a.scale_layout != GEMMD_SCALE_NONE;
+  if (a_dev || sa_dev) {
+    const int fp8_blocks = gemmd_dtype_is_fp8(ops.a.dtype) && ops.a.scale_layout == GEMMD_SCALE_BLOCK_1X128;
+    const int raw = !gemmd_dtype_is_fp8(ops.a.dtype) && !gemmd_request_a_quantizes(&ops.a, quantizes_a);
+    if (fp8_blocks ? !(a_dev && sa_dev) : !(raw && a_dev)) {
+      snprintf(msg, n, "A in device memory must be FP8 with 1x128 scales, both in device regions, or "
+               "BF16/FP16/FP32 without scales");
+      return GEMMD_CODE_INVALID_ARGUMENT;
+    }
+  }
   if (gemmd_request_operands_quantize(&ops, quantizes_a)) {
     op->prep = calloc(1, sizeof *op->prep);
     if (op->prep == NULL) {
@@ -348,6 +363,8 @@ static int take_gemm(shm_client_t *c, const gemmd_shm_sqe_t *e, shm_op_t *op, ch
   /* FP8 A is read where the client put it (nothing owned): the engine may DMA it from there */
   r->a_pinned = e->a_region == 0 && r->a != NULL && r->a_owned == NULL && pin_mode(c) != PIN_OFF &&
                 gemmd_arena_pins_ready(&c->pins, e->a_offset, (uint64_t)e->m * e->k);
+  r->a_device = a_dev;
+  r->d_device = used[2] != NULL && used[2]->on_device;
   for (int i = 0; i < 3; i++) { /* held until the op is done (op_done) */
     op->regions[i] = used[i];
     if (used[i] != NULL) used[i]->refs++;
@@ -899,41 +916,103 @@ static void handshake(shm_client_t *c) {
 
 /* ---- Regions (version 2, docs/shm-protocol.md §7) ------------------------------------------ */
 
-static int open_region(shm_client_t *c, const gemmd_shm_ctl_t *m, int fd,
-                       gemmd_shm_ctl_reply_t *out) {
+/* A REGION_OPEN on the uv pool: the engine maps the region there (opening a CUDA IPC handle
+ * takes a while); the loop then installs it and replies. */
+typedef struct {
+  uv_work_t work;
+  shm_client_t *c;
+  gemmd_shm_ctl_t m;
+  int fd;
+  void *base;
+  int on_device;
+  int code;
+  gemmd_shm_ctl_reply_t reply;
+} region_job_t;
+
+static void send_reply(shm_client_t *c, gemmd_shm_ctl_reply_t *r, int code);
+static void on_socket(uv_poll_t *h, int status, int events);
+
+static void region_open_work(uv_work_t *w) {
+  region_job_t *j = w->data;
+  gemmd_engine_t *eng = j->c->ss->srv->engine;
+  j->code = eng->ops->region_open(eng, (int)j->m.kind, j->fd, j->m.handle, j->m.bytes, &j->base,
+                                  &j->on_device, j->reply.message, sizeof j->reply.message);
+}
+
+static void region_open_done(uv_work_t *w, int status) {
+  region_job_t *j = w->data;
+  shm_client_t *c = j->c;
   gemmd_engine_t *eng = c->ss->srv->engine;
-  if (eng->ops->region_open == NULL) {
-    snprintf(out->message, sizeof out->message, "this gemmd's %s backend takes no regions yet",
-             eng->backend);
-    return GEMMD_CODE_UNIMPLEMENTED;
-  }
-  if (m->kind == GEMMD_SHM_REGION_FD && fd < 0) {
-    snprintf(out->message, sizeof out->message, "a region of kind %d needs its fd (SCM_RIGHTS)",
-             GEMMD_SHM_REGION_FD);
-    return GEMMD_CODE_INVALID_ARGUMENT;
-  }
-  if (m->kind != GEMMD_SHM_REGION_FD && m->kind != GEMMD_SHM_REGION_CUDA_IPC) {
-    snprintf(out->message, sizeof out->message, "region kind %u is neither %d (fd) nor %d (CUDA IPC)",
-             m->kind, GEMMD_SHM_REGION_FD, GEMMD_SHM_REGION_CUDA_IPC);
-    return GEMMD_CODE_INVALID_ARGUMENT;
-  }
+  if (j->fd >= 0) close(j->fd); /* the mapping keeps what it needs */
+  c->opening_region = 0;
+  int code = status == 0 ? j->code : GEMMD_CODE_UNAVAILABLE;
   shm_region_t *g = NULL;
   for (int i = 0; i < MAX_REGIONS && g == NULL; i++) {
     if (c->regions[i].id == 0) g = &c->regions[i];
   }
-  if (g == NULL) {
+  if (code == GEMMD_CODE_OK && (c->state != ACTIVE || g == NULL)) {
+    eng->ops->region_close(eng, j->base, j->m.bytes); /* the client went meanwhile */
+    code = GEMMD_CODE_UNAVAILABLE;
+  } else if (code == GEMMD_CODE_OK) {
+    *g = (shm_region_t){++c->next_region_id, 0, 0, j->base, j->m.bytes, j->on_device};
+    j->reply.region_id = g->id;
+    j->reply.bytes = g->bytes;
+  }
+  if (c->state == ACTIVE) {
+    send_reply(c, &j->reply, code);
+    if (c->state == ACTIVE) uv_poll_start(&c->sock_poll, UV_READABLE | UV_DISCONNECT, on_socket);
+  }
+  free(j);
+  client_unref(c);
+}
+
+/* Checks a REGION_OPEN and hands it to the pool (1), or refuses it in *out (0 with *code). */
+static int open_region(shm_client_t *c, const gemmd_shm_ctl_t *m, int *fd, gemmd_shm_ctl_reply_t *out,
+                       int *code) {
+  gemmd_engine_t *eng = c->ss->srv->engine;
+  *code = GEMMD_CODE_INVALID_ARGUMENT;
+  if (eng->ops->region_open == NULL) {
+    snprintf(out->message, sizeof out->message, "this gemmd's %s backend takes no regions yet",
+             eng->backend);
+    *code = GEMMD_CODE_UNIMPLEMENTED;
+    return 0;
+  }
+  if (m->kind == GEMMD_SHM_REGION_FD && *fd < 0) {
+    snprintf(out->message, sizeof out->message, "a region of kind %d needs its fd (SCM_RIGHTS)",
+             GEMMD_SHM_REGION_FD);
+    return 0;
+  }
+  if (m->kind != GEMMD_SHM_REGION_FD && m->kind != GEMMD_SHM_REGION_CUDA_IPC) {
+    snprintf(out->message, sizeof out->message, "region kind %u is neither %d (fd) nor %d (CUDA IPC)",
+             m->kind, GEMMD_SHM_REGION_FD, GEMMD_SHM_REGION_CUDA_IPC);
+    return 0;
+  }
+  int free_slots = 0;
+  for (int i = 0; i < MAX_REGIONS; i++) free_slots += c->regions[i].id == 0;
+  if (free_slots == 0) {
     snprintf(out->message, sizeof out->message, "%d regions are open or closing on this connection",
              MAX_REGIONS);
-    return GEMMD_CODE_RESOURCE_EXHAUSTED;
+    *code = GEMMD_CODE_RESOURCE_EXHAUSTED;
+    return 0;
   }
-  void *base = NULL;
-  const int code = eng->ops->region_open(eng, (int)m->kind, fd, m->handle, m->bytes, &base,
-                                         out->message, sizeof out->message);
-  if (code != GEMMD_CODE_OK) return code;
-  *g = (shm_region_t){++c->next_region_id, 0, 0, base, m->bytes};
-  out->region_id = g->id;
-  out->bytes = g->bytes;
-  return GEMMD_CODE_OK;
+  region_job_t *j = calloc(1, sizeof *j);
+  if (j == NULL) {
+    snprintf(out->message, sizeof out->message, "out of memory");
+    *code = GEMMD_CODE_RESOURCE_EXHAUSTED;
+    return 0;
+  }
+  j->c = c;
+  j->m = *m;
+  j->fd = *fd;
+  j->reply = *out;
+  j->work.data = j;
+  *fd = -1; /* the job's now */
+  c->refs++;
+  c->opening_region = 1;
+  /* Until the reply, the socket is watched only for the client going. */
+  uv_poll_start(&c->sock_poll, UV_DISCONNECT, on_socket);
+  uv_queue_work(&c->ss->srv->loop, &j->work, region_open_work, region_open_done);
+  return 1;
 }
 
 static int close_region(shm_client_t *c, uint32_t id, gemmd_shm_ctl_reply_t *out) {
@@ -1004,19 +1083,23 @@ static void on_control(shm_client_t *c) {
     snprintf(r.message, sizeof r.message, "control message reserved bytes must be 0");
     code = GEMMD_CODE_INVALID_ARGUMENT;
   } else if (m.op == GEMMD_SHM_CTL_REGION_OPEN) {
-    code = open_region(c, &m, fds[0], &r);
+    if (open_region(c, &m, &fds[0], &r, &code)) return; /* answered when the pool is done */
   } else if (m.op == GEMMD_SHM_CTL_REGION_CLOSE) {
     code = close_region(c, m.region_id, &r);
   } else {
     snprintf(r.message, sizeof r.message, "unknown control op %u", m.op);
     code = GEMMD_CODE_INVALID_ARGUMENT;
   }
-  if (fds[0] >= 0) close(fds[0]); /* a mapping keeps what it needs */
-  r.status = code;
-  if (code != GEMMD_CODE_OK) r.region_id = 0;
-  /* The client waits for each reply before its next message; one that does not read them
-   * fills its socket and is let go. */
-  if (send(c->sock, &r, sizeof r, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof r) {
+  if (fds[0] >= 0) close(fds[0]);
+  send_reply(c, &r, code);
+}
+
+/* The client waits for each reply before its next message; one that does not read them
+ * fills its socket and is let go. */
+static void send_reply(shm_client_t *c, gemmd_shm_ctl_reply_t *r, int code) {
+  r->status = code;
+  if (code != GEMMD_CODE_OK) r->region_id = 0;
+  if (send(c->sock, r, sizeof *r, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof *r) {
     close_client(c, "control reply could not be sent");
   }
 }
@@ -1025,6 +1108,10 @@ static void on_socket(uv_poll_t *h, int status, int events) {
   shm_client_t *c = h->data;
   if (c->state == HANDSHAKE) {
     handshake(c);
+    return;
+  }
+  if (c->state == ACTIVE && c->opening_region) { /* polled for the client going only */
+    if (status < 0 || (events & UV_DISCONNECT)) close_client(c, "socket closed");
     return;
   }
   if (c->state == ACTIVE && c->version >= GEMMD_SHM_VERSION_2 && status >= 0) {

@@ -31,7 +31,7 @@ if [[ " $parts " == *" tests "* ]]; then
   .gpu/gpu_run.sh 2>&1 | tee "$out/gpu_tests.log" | tail -n 12 || fail=1
 fi
 if [[ " $parts " == *" suites "* ]]; then
-  for t in ${GEMMD_SUITES:-cuda_test grpc_api_test shm_test}; do
+  for t in ${GEMMD_SUITES:-cuda_test cuda_regions_test grpc_api_test shm_test}; do
     if timeout 300 python3 "tests/$t.py" >"$out/$t.log" 2>&1; then r=PASSED; else r=FAILED; fail=1; fi
     echo "$t $r: $(grep -E '^Ran |^OK|^FAILED' "$out/$t.log" | tr '\n' ' ')"
     grep -E '^(FAIL|ERROR):' "$out/$t.log" | head -n 5

@@ -1,0 +1,144 @@
+"""Device-resident operands on the CUDA backend (shared-memory protocol version 2, §7): a
+client process holding torch CUDA tensors hands gemmd their CUDA IPC handles as regions
+and names them in GEMM entries for A, A's scales and D, so that no byte of them crosses
+PCIe. Results against the FP64 reference for FP8 A with 1×128 scales (E4M3, E5M2; BF16,
+FP16 and FP32 out) and raw BF16/FP32 A quantized on the GPU; a region that claims more
+than its allocation, an A in device memory gemmd would have to read on the host, and a
+client that dies with regions open get clear errors or are cleaned up, and gemmd serves
+on. Tag gpu: CI builds it, the GPU machine runs it (tools/gpu/gpu_suite.sh suites with
+GEMMD_SUITES=cuda_regions_test); it needs torch with CUDA."""
+
+import os
+import subprocess
+import sys
+import unittest
+
+import numpy as np
+
+import harness as H
+
+sys.path.insert(0, os.path.dirname(H.repo_path("client/python/gemmd_shm.py")))
+import gemmd_shm as S  # noqa: E402
+
+try:
+    import torch
+    HAVE_CUDA = torch.cuda.is_available()
+except ImportError:
+    HAVE_CUDA = False
+
+
+def on_device(data):
+    """bytes → a CUDA uint8 tensor, and (handle, region bytes, offset of the tensor in it)."""
+    t = torch.frombuffer(bytearray(data), dtype=torch.uint8).cuda()
+    info = t.untyped_storage()._share_cuda_()
+    handle, size, offset = info[1], info[2], info[3]
+    return t, handle, offset + size, offset + t.storage_offset()
+
+
+def open_ipc(c, handle, nbytes):
+    return c.control(S.CTL_REGION_OPEN, S.REGION_CUDA_IPC, nbytes, handle=bytes(handle).ljust(64, b"\0"))[1]
+
+
+@unittest.skipUnless(HAVE_CUDA, "needs torch with CUDA")
+class DeviceRegions(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = H.Gemmd("--backend", "cuda")
+        cls.pb, _, _, _ = H.stubs()
+        cls.rng = np.random.default_rng()
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.d.stop() == 0
+
+    def gemm_in_regions(self, c, wid, b, a, out):
+        """A (and its scales) and D in CUDA memory of this process; D back from the device."""
+        pb = self.pb
+        m, n = a.rows, b.rows
+        ta, ha, na, oa = on_device(a.data)
+        regions = [open_ipc(c, ha, na)]
+        s_off = 0
+        if len(a.scales):
+            ts, hs, ns, s_off = on_device(np.asarray(a.scales, dtype=np.float32).tobytes())
+            regions.append(open_ipc(c, hs, ns))
+        else:
+            regions.append(0)
+        d_bytes = m * n * {pb.DTYPE_FP32: 4, pb.DTYPE_FP16: 2}.get(out, 2)
+        td, hd, nd, d_off = on_device(bytes(d_bytes))
+        regions.append(open_ipc(c, hd, nd))
+        torch.cuda.synchronize()  # A is complete before the entry goes
+        comp = c.gemm(m=m, k=a.cols, a=(oa, a.dtype, a.scale_layout, s_off), weight_id=wid, d=d_off,
+                      d_capacity=d_bytes, out_dtype=out, regions=tuple(regions))
+        self.assertEqual(comp.d_bytes, d_bytes)
+        got = H.decode_output(pb.Matrix(rows=m, cols=n, dtype=out or pb.DTYPE_BF16, data=td.cpu().numpy().tobytes()))
+        for r in set(regions) - {0}:
+            c.close_region(r)
+        return got
+
+    def test_fp8_and_raw_a_in_device_memory(self):
+        pb = self.pb
+        k, n = 1000, 130
+        b = H.make_matrix(pb, self.rng, n, k, H.DT_E4M3, H.SL_128X128)
+        with S.Client(self.d.shm_socket, version=2) as c:
+            wid = c.register_weight("dev-w", n, k, b.data, H.DT_E4M3, H.SL_128X128, list(b.scales))
+            cases = [(H.DT_E4M3, H.SL_1X128, pb.DTYPE_FP32), (H.DT_E5M2, H.SL_1X128, pb.DTYPE_BF16),
+                     (H.DT_E4M3, H.SL_1X128, pb.DTYPE_FP16), (H.DT_BF16, H.SL_NONE, pb.DTYPE_FP32),
+                     (H.DT_FP32, H.SL_NONE, pb.DTYPE_BF16)]
+            for m in (1, 8, 300):
+                for adt, layout, out in cases:
+                    a = H.make_matrix(pb, self.rng, m, k, adt, layout)
+                    got = self.gemm_in_regions(c, wid, b, a, out)
+                    err = H.output_error(got, H.reference(a, b), out)
+                    self.assertLessEqual(err, H.TOLERANCE[out], "m=%d a=%d out=%d" % (m, adt, out))
+
+    def test_bad_device_regions(self):
+        pb = self.pb
+        k, n = 256, 64
+        b = H.make_matrix(pb, self.rng, n, k, H.DT_E4M3, H.SL_128X128)
+        with S.Client(self.d.shm_socket, version=2) as c:
+            wid = c.register_weight("dev-bad", n, k, b.data, H.DT_E4M3, H.SL_128X128, list(b.scales))
+            t, h, nbytes, off = on_device(bytes(1 << 20))
+            with self.assertRaises(S.ShmError) as e:
+                open_ipc(c, h, nbytes + (64 << 20))  # past the allocation
+            self.assertIn("does not fit", str(e.exception))
+            with self.assertRaises(S.ShmError) as e:
+                open_ipc(c, bytes(64), 4096)  # a handle of nothing
+            self.assertEqual(e.exception.code, 3)
+            with self.assertRaises(S.ShmError) as e:
+                fd = os.memfd_create("x")
+                os.ftruncate(fd, 4096)
+                c.open_region_fd(fd, 4096)
+            self.assertEqual(e.exception.code, 12)
+            r = open_ipc(c, h, nbytes)
+            # A with ROW scales in device memory: gemmd would read the scales on the host.
+            with self.assertRaises(S.ShmError) as e:
+                c.gemm(m=4, k=k, a=(off, H.DT_E4M3, H.SL_ROW, off + 4096), weight_id=wid, d=off + 8192,
+                       d_capacity=4 * n * 2, regions=(r, r, r))
+            self.assertIn("A in device memory", str(e.exception))
+            # Offsets past the region.
+            with self.assertRaises(S.ShmError) as e:
+                c.gemm(m=4, k=k, a=(nbytes - 16, H.DT_E4M3, H.SL_1X128, off), weight_id=wid, d=off + 8192,
+                       d_capacity=4 * n * 2, regions=(r, r, r))
+            self.assertIn("outside region", str(e.exception))
+            c.close_region(r)
+            del t
+
+    def test_client_dies_with_regions_open(self):
+        script = (
+            "import sys, torch; sys.path.insert(0, %r); import gemmd_shm as S\n"
+            "c = S.Client(%r, version=2)\n"
+            "t = torch.zeros(1 << 20, dtype=torch.uint8, device='cuda')\n"
+            "i = t.untyped_storage()._share_cuda_()\n"
+            "print(c.control(S.CTL_REGION_OPEN, S.REGION_CUDA_IPC, i[2] + i[3], handle=bytes(i[1]).ljust(64, b'\\0'))[1])\n"
+            "import os; os._exit(0)\n") % (os.path.dirname(H.repo_path("client/python/gemmd_shm.py")), self.d.shm_socket)
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertGreater(int(out.stdout.strip()), 0)
+        with S.Client(self.d.shm_socket) as c:  # gemmd serves on
+            b = H.make_matrix(self.pb, self.rng, 16, 128, H.DT_E4M3, H.SL_128X128)
+            wid = c.register_weight("after-death", 16, 128, b.data, H.DT_E4M3, H.SL_128X128, list(b.scales))
+            self.assertGreater(wid, 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
