@@ -4,6 +4,7 @@ lists (with the same defaults), and its metric table names exactly the metric fa
 
 import re
 import subprocess
+import time
 import unittest
 
 import numpy as np
@@ -105,7 +106,14 @@ class ApiDoc(unittest.TestCase):
             a = H.make_matrix(pb, rng, 64, 256, H.DT_E4M3, H.SL_NONE)
             b = H.make_matrix(pb, rng, 256, 256, H.DT_E4M3, H.SL_NONE)
             stub.Gemm(pb.GemmRequest(a=a, b=b))
-            status, body, _ = d.http("/metrics")
+            # The answer leaves before the loop counts its batch (docs/api.md): wait for it.
+            deadline = time.monotonic() + 10
+            while True:
+                status, body, _ = d.http("/metrics")
+                text = body.decode() if isinstance(body, bytes) else body
+                if "gemmd_batch_stage_seconds_total" in text or time.monotonic() > deadline:
+                    break
+                time.sleep(0.01)
         self.assertEqual(status, 200)
         exported = exported_families(body.decode() if isinstance(body, bytes) else body)
         self.assertEqual(set(exported) - set(documented), set(), "metrics missing from docs/api.md")
