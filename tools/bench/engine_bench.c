@@ -126,16 +126,20 @@ int main(int argc, char **argv) {
   gemmd_weights_t ws;
   gemmd_weights_init(&ws, UINT64_MAX);
   const size_t kb = (k + 127) / 128, nb = (n + 127) / 128;
+  gemmd_weight_t **loaded = calloc(max_g, sizeof *loaded);
+  if (loaded == NULL) return 1;
   for (uint32_t g = 0; g < max_g; g++) {
-    uint8_t *bytes = malloc((size_t)n * k);
-    float *scales = malloc(sizeof(float) * nb * kb);
-    if (bytes == NULL || scales == NULL) return 1;
+    /* One buffer for the codes and their scales, owned by the weight. */
+    const size_t scales_at = ((size_t)n * k + 15) / 16 * 16;
+    uint8_t *bytes = malloc(scales_at + sizeof(float) * nb * kb);
+    if (bytes == NULL) return 1;
+    float *scales = (float *)(void *)(bytes + scales_at);
     fill_fp8(bytes, (size_t)n * k);
     fill_scales(scales, nb * kb);
     const gemmd_operand_t src = {n, k, k, GEMMD_DTYPE_FP8_E4M3, bytes, GEMMD_SCALE_BLOCK_128X128, scales};
     gemmd_weight_t *w = NULL;
     char msg[256];
-    if (gemmd_weight_from_operand(&src, NULL, NULL, NULL, &w) != GEMMD_OK) return 1;
+    if (gemmd_weight_from_operand(&src, bytes, free, NULL, &w) != GEMMD_OK) return 1;
     char name[32];
     snprintf(name, sizeof name, "w%u", g);
     w->name = strdup(name);
@@ -148,6 +152,7 @@ int main(int argc, char **argv) {
       return 1;
     }
     gemmd_weights_activate(&ws, w);
+    loaded[g] = w;
   }
 
   uint8_t *a = malloc((size_t)m * k);
@@ -227,6 +232,14 @@ int main(int argc, char **argv) {
            (double)dev_ns[reps / 2] / 1e3);
     fflush(stdout);
   }
+  for (uint32_t g = 0; g < max_g; g++) eng->ops->weight_unload(eng, loaded[g]);
   eng->ops->close(eng);
+  gemmd_weights_close(&ws);
+  free(loaded);
+  free(reqs);
+  free(gemm_ns);
+  free(dev_ns);
+  free(a);
+  free(sa);
   return 0;
 }
