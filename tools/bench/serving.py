@@ -1,14 +1,17 @@
 """The serving benchmark: many model workers, each its own process with its own weights,
 against one gemmd, over shared memory and gRPC, with the C client (libgemmclient:
 tools/bench/serving_worker.c) and the Python clients (client/python/gemmd_shm.py, grpcio).
-Where torch with CUDA is present (the GPU machine), the same work done two ways in the
-same run: one process sending one request at a time, and one process that already holds
-every worker's requests (one grouped GEMM, the same host copies).
+Client py-dev keeps A, its scales and D in its own GPU memory (torch CUDA tensors) and
+names them as shared-memory regions (protocol version 2, docs/shm-protocol.md §7): no
+byte of a request crosses PCIe. Where torch with CUDA is present (the GPU machine), the
+same work done two ways in the same run: one process sending one request at a time, and
+one process that already holds every worker's requests (one grouped GEMM, the same host
+copies); with --torch-device, the same two with the requests already on the GPU.
 
     python3 tools/bench/serving.py [--backend cpu|cuda] [--shape 8x4096x4096]
         [--weights 64] [--workers 1,8,16,32,64] [--clients c-shm,py-shm,c-grpc,py-grpc]
-        [--seconds 3] [--torch] [--gemmd-args "..."] [--churn C:W:N] [--mix DC:DW:PC:PW:MxNxK]
-        [--json FILE]
+        [--seconds 3] [--torch] [--torch-device] [--gemmd-args "..."] [--churn C:W:N]
+        [--mix DC:DW:PC:PW:MxNxK] [--json FILE]
 
 Each row: req/s, weight GB/s (the weight bytes the requests name, per second), round-trip
 p50/p99, HELLO/connect p50/p99, requests per batch, and per batch the stages of
@@ -69,7 +72,33 @@ def py_worker(addr, m, k, ids, start_at, seconds):
     end_at = start_at + seconds
     lat, errors, first_error = [], 0, ""
     t = time.monotonic_ns()
-    if addr.startswith("unix://"):
+    if addr.startswith("unixdev://"):
+        import gemmd_shm as shm
+        import torch
+
+        c = shm.Client(addr[len("unixdev://"):], version=2)
+        connect_ns = time.monotonic_ns() - t
+        n = c.weight_info(ids[0])[1]
+
+        def region(data):
+            """bytes → a CUDA tensor, opened as a region: (tensor, region id, offset in it)."""
+            t = torch.frombuffer(bytearray(data), dtype=torch.uint8).cuda()
+            info = t.untyped_storage()._share_cuda_()
+            rid = c.control(shm.CTL_REGION_OPEN, shm.REGION_CUDA_IPC, info[2] + info[3],
+                            handle=bytes(info[1]).ljust(64, b"\0"))[1]
+            return t, rid, info[3] + t.storage_offset()
+        ta, ra, oa = region(a_bytes)
+        ts, rs, os_ = region(scales)
+        td, rd, od = region(bytes(m * n * 2))
+        torch.cuda.synchronize()
+
+        def call(wid):
+            r = c.wait(c.gemm_async(m=m, k=k, a=(oa, shm.DTYPE_E4M3, shm.LAYOUT_1X128, os_), weight_id=wid, d=od,
+                                    d_capacity=m * n * 2, out_dtype=shm.DTYPE_BF16, regions=(ra, rs, rd)))
+            if r.status != 0:
+                raise RuntimeError("%d: %s" % (r.status, r.message))
+            return td  # D stays on the GPU, where the worker's next layer reads it
+    elif addr.startswith("unix://"):
         import gemmd_shm as shm
 
         c = shm.Client(addr[len("unix://"):])
@@ -218,7 +247,7 @@ def start_workers(g, kind, workers, shape, ids, start_at, seconds):
     """`workers` processes of client `kind`, each cycling through its share of ids."""
     m, n, k = shape
     lang, transport = kind.split("-")
-    addr = "unix://" + g.shm_socket if transport == "shm" else g.address
+    addr = {"shm": "unix://" + g.shm_socket, "dev": "unixdev://" + g.shm_socket}.get(transport, g.address)
     per = max(1, len(ids) // workers)
     procs = []
     for w in range(workers):
@@ -328,9 +357,10 @@ def run_point(g, kind, workers, shape, ids, seconds, churn=0):
 # ---- torch, the same work without gemmd -------------------------------------------------------
 
 
-def torch_rows(shape, n_weights, worker_counts, seconds):
+def torch_rows(shape, n_weights, worker_counts, seconds, on_device=False):
     """One process, one request at a time (H2D A, _scaled_mm, D2H, sync); and one process
-    holding every worker's request: H2D of all A, one grouped GEMM, D2H, sync."""
+    holding every worker's request: H2D of all A, one grouped GEMM, D2H, sync. on_device:
+    the same with A and D already on the GPU (no copies)."""
     import torch
 
     m, n, k = shape
@@ -359,6 +389,11 @@ def torch_rows(shape, n_weights, worker_counts, seconds):
     sa_host = torch.ones(m, 1, dtype=torch.float32).pin_memory()
     d_host = torch.empty(m, n, dtype=torch.bfloat16).pin_memory()
 
+    where = ", on the GPU" if on_device else ""
+    if on_device:
+        a_host, sa_host = a_host.to(dev), sa_host.to(dev)
+        d_host = d_host.to(dev)
+
     def one(i):
         g = i % n_weights
         a = a_host.to(dev, non_blocking=True)
@@ -367,7 +402,7 @@ def torch_rows(shape, n_weights, worker_counts, seconds):
         d_host.copy_(d, non_blocking=True)
         torch.cuda.synchronize()
     rps, p50, p99 = timed(one, 1)
-    rows.append({"baseline": "torch, one request at a time", "workers": 1, "req_s": rps,
+    rows.append({"baseline": "torch, one request at a time" + where, "workers": 1, "req_s": rps,
                  "p50_us": p50, "p99_us": p99, "method": "_scaled_mm"})
 
     for workers in worker_counts:
@@ -377,6 +412,8 @@ def torch_rows(shape, n_weights, worker_counts, seconds):
         a_all = (torch.randn(workers * m, k) * 0.1).to(f8).pin_memory()
         sa_all = torch.ones(workers * m, dtype=torch.float32).pin_memory()
         d_all = torch.empty(workers * m, n, dtype=torch.bfloat16).pin_memory()
+        if on_device:  # .to(dev) below is then a no-op, and copy_ stays on the GPU
+            a_all, sa_all, d_all = a_all.to(dev), sa_all.to(dev), d_all.to(dev)
         offs = torch.arange(1, workers + 1, device=dev, dtype=torch.int32) * m
 
         # The weights each round names, stacked once (as a model keeps its experts): the
@@ -412,7 +449,7 @@ def torch_rows(shape, n_weights, worker_counts, seconds):
             step = looped
         rps, p50, p99 = timed(step, workers)
         del stacks
-        rows.append({"baseline": "torch, one process holding the requests", "workers": workers,
+        rows.append({"baseline": "torch, one process holding the requests" + where, "workers": workers,
                      "req_s": rps, "p50_us": p50, "p99_us": p99, "method": method})
     return rows
 
@@ -506,6 +543,8 @@ def main():
     ap.add_argument("--clients", default="c-shm,py-shm,c-grpc,py-grpc")
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--torch", action="store_true", help="also the torch baselines (needs CUDA)")
+    ap.add_argument("--torch-device", action="store_true",
+                    help="also the torch baselines with the requests already on the GPU (client py-dev's)")
     ap.add_argument("--gemmd-args", default="", help="extra gemmd flags, space- or comma-separated")
     ap.add_argument("--churn", default=None, metavar="CLIENT:WORKERS:N",
                     help="also rows where N more shm clients connect and disconnect meanwhile, "
@@ -552,6 +591,8 @@ def main():
     out = {"shape": shape, "rows": rows}
     if o.torch:
         trows = torch_rows(shape, o.weights, workers, o.seconds)
+        if o.torch_device:
+            trows += torch_rows(shape, o.weights, workers, o.seconds, on_device=True)
         if pshape:
             trows += [dict(r, baseline=r["baseline"] + " (%dx%dx%d)" % pshape)
                       for r in torch_rows(pshape, 2, [1], o.seconds)]

@@ -12,7 +12,8 @@
 #   serving   issue 33's table (tools/bench/serving.py: C shm at 1-64 workers with torch, the
 #             0.9 MB-result shape, C gRPC, decode beside prefill); with GEMMD_BASE_DIR (a folder
 #             holding another build's gemmd, e.g. the previous commit's, carried beside the
-#             bundle) the same rows again against it, in the same call;
+#             bundle) the same rows again against it, in the same call; then issue 40's
+#             device-resident workers (py-dev) beside py-shm, with torch on the GPU;
 #   engine    tools/bench/engine_bench.c: decode batches of 1-64 groups (8 rows, their own
 #             4096×4096 weights) through the engine alone, GEMM time per batch and weight TB/s;
 #   bench     the engine's numbers (tools/bench/gpu_engine.sh).
@@ -113,6 +114,11 @@ if [[ " $parts " == *" serving "* ]]; then
     serving "$label-grpc" "$dir" $decode --weights 16 --workers 1,32 --clients c-grpc
     serving "$label-mix" "$dir" $decode --workers 16 --clients , --mix c-shm:16:py-shm:2:4096x7168x16384
   done
+  # Device-resident operands (issue 40; this build only): Python workers with host arenas
+  # against Python workers whose A and D are torch CUDA tensors, and torch on the GPU.
+  serving "new-dev" "$PWD/.gpu/bin" $decode --workers 1,8,32,64 --clients py-shm,py-dev --torch-device --torch
+  serving "new-dev-0.9MB" "$PWD/.gpu/bin" --backend cuda --shape 64x7168x2048 --seconds 2 --workers 32 \
+    --clients py-shm,py-dev
 fi
 if [[ " $parts " == *" engine "* ]]; then
   for kk in wgmma cublaslt; do
