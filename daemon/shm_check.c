@@ -51,6 +51,41 @@ int gemmd_shm_hello_geometry(const gemmd_shm_hello_t *h, uint64_t default_arena_
   return GEMMD_CODE_OK;
 }
 
+/* ---- Control messages (version 2) ------------------------------------------------------- */
+
+static int all_zero(const uint8_t *p, size_t len) {
+  for (size_t i = 0; i < len; i++) {
+    if (p[i] != 0) return 0;
+  }
+  return 1;
+}
+
+int gemmd_shm_ctl_parse(const void *msg_bytes, size_t len, int truncated, gemmd_shm_ctl_t *out,
+                        char *msg, size_t n) {
+  gemmd_shm_ctl_t m;
+  if (len != sizeof m || truncated) {
+    snprintf(msg, n, "a control message is %zu bytes with at most one fd", sizeof m);
+    return GEMMD_CODE_INVALID_ARGUMENT;
+  }
+  memcpy(&m, msg_bytes, sizeof m);
+  if (m.reserved0 != 0 || !all_zero(m.reserved1, sizeof m.reserved1)) {
+    snprintf(msg, n, "control message reserved bytes must be 0");
+    return GEMMD_CODE_INVALID_ARGUMENT;
+  }
+  if (m.op != GEMMD_SHM_CTL_REGION_OPEN && m.op != GEMMD_SHM_CTL_REGION_CLOSE) {
+    snprintf(msg, n, "unknown control op %u", m.op);
+    return GEMMD_CODE_INVALID_ARGUMENT;
+  }
+  if (m.op == GEMMD_SHM_CTL_REGION_OPEN && m.kind != GEMMD_SHM_REGION_FD &&
+      m.kind != GEMMD_SHM_REGION_CUDA_IPC) {
+    snprintf(msg, n, "region kind %u is neither %d (fd) nor %d (CUDA IPC)", m.kind,
+             GEMMD_SHM_REGION_FD, GEMMD_SHM_REGION_CUDA_IPC);
+    return GEMMD_CODE_INVALID_ARGUMENT;
+  }
+  *out = m;
+  return GEMMD_CODE_OK;
+}
+
 /* ---- Ring entries ----------------------------------------------------------------------- */
 
 int gemmd_shm_in_data(const gemmd_shm_region_t *rg, uint64_t offset, uint64_t len) {

@@ -31,6 +31,14 @@ int gemmd_shm_hello_parse(const void *msg_bytes, size_t len, gemmd_shm_hello_t *
 int gemmd_shm_hello_geometry(const gemmd_shm_hello_t *h, uint64_t default_arena_bytes,
                              uint64_t *bytes, uint32_t *entries, char *msg, size_t n);
 
+/* ---- Control messages (version 2) ------------------------------------------------------- */
+
+/* A control message as recvmsg() returned it (`truncated`: MSG_TRUNC or MSG_CTRUNC was set):
+ * one 128-byte message with reserved bytes 0, a known op and, for REGION_OPEN, a known
+ * kind. Fills *out when it is. Whether an fd came along is the caller's to check. */
+int gemmd_shm_ctl_parse(const void *msg_bytes, size_t len, int truncated, gemmd_shm_ctl_t *out,
+                        char *msg, size_t n);
+
 /* ---- Ring entries ----------------------------------------------------------------------- */
 
 /* Memory a client's entries may reach: its arena's data region (id 0), or one of its own

@@ -982,11 +982,6 @@ static int open_region(shm_client_t *c, const gemmd_shm_ctl_t *m, int *fd, gemmd
              GEMMD_SHM_REGION_FD);
     return 0;
   }
-  if (m->kind != GEMMD_SHM_REGION_FD && m->kind != GEMMD_SHM_REGION_CUDA_IPC) {
-    snprintf(out->message, sizeof out->message, "region kind %u is neither %d (fd) nor %d (CUDA IPC)",
-             m->kind, GEMMD_SHM_REGION_FD, GEMMD_SHM_REGION_CUDA_IPC);
-    return 0;
-  }
   int free_slots = 0;
   for (int i = 0; i < MAX_REGIONS; i++) free_slots += c->regions[i].id == 0;
   if (free_slots == 0) {
@@ -1028,13 +1023,6 @@ static int close_region(shm_client_t *c, uint32_t id, gemmd_shm_ctl_reply_t *out
   return GEMMD_CODE_OK;
 }
 
-static int all_zero(const uint8_t *p, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    if (p[i] != 0) return 0;
-  }
-  return 1;
-}
-
 /* One control message of a version-2 client: open or close a region, answered at once. An
  * fd beyond the one a REGION_OPEN carries is closed unread. The ring is drained first, so
  * that entries the client pushed before the message are taken before it (a GEMM sent just
@@ -1074,21 +1062,13 @@ static void on_control(shm_client_t *c) {
   memset(&r, 0, sizeof r);
   r.op = m.op;
   r.tag = m.tag;
-  int code;
-  if (got != (ssize_t)sizeof m || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0) {
-    snprintf(r.message, sizeof r.message, "a control message is %zu bytes with at most one fd",
-             sizeof m);
-    code = GEMMD_CODE_INVALID_ARGUMENT;
-  } else if (m.reserved0 != 0 || !all_zero(m.reserved1, sizeof m.reserved1)) {
-    snprintf(r.message, sizeof r.message, "control message reserved bytes must be 0");
-    code = GEMMD_CODE_INVALID_ARGUMENT;
-  } else if (m.op == GEMMD_SHM_CTL_REGION_OPEN) {
-    if (open_region(c, &m, &fds[0], &r, &code)) return; /* answered when the pool is done */
-  } else if (m.op == GEMMD_SHM_CTL_REGION_CLOSE) {
-    code = close_region(c, m.region_id, &r);
-  } else {
-    snprintf(r.message, sizeof r.message, "unknown control op %u", m.op);
-    code = GEMMD_CODE_INVALID_ARGUMENT;
+  gemmd_shm_ctl_t parsed;
+  int code = gemmd_shm_ctl_parse(&m, (size_t)got, (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0, &parsed,
+                                 r.message, sizeof r.message);
+  if (code == GEMMD_CODE_OK && parsed.op == GEMMD_SHM_CTL_REGION_OPEN) {
+    if (open_region(c, &parsed, &fds[0], &r, &code)) return; /* answered when the pool is done */
+  } else if (code == GEMMD_CODE_OK) {
+    code = close_region(c, parsed.region_id, &r);
   }
   if (fds[0] >= 0) close(fds[0]);
   send_reply(c, &r, code);

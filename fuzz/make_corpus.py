@@ -59,6 +59,29 @@ def shm_hello():
     write("shm_hello", "magic", hello(magic=b"GEMMDSH2"))
 
 
+# ---- shared memory: control messages (version 2) ------------------------------------------
+
+def ctl(op=1, kind=1, nbytes=1 << 20, tag=7, region_id=0, reserved0=0, handle=b"", reserved1=b"",
+        truncated=0):
+    m = struct.pack("<IIQQII", op, kind, nbytes, tag, region_id, reserved0)
+    m += handle.ljust(64, b"\0") + reserved1.ljust(32, b"\0")
+    assert len(m) == 128
+    return bytes([truncated]) + m
+
+
+def shm_control():
+    write("shm_control", "open_fd", ctl())
+    write("shm_control", "open_ipc", ctl(kind=2, handle=bytes(range(64))))
+    write("shm_control", "close", ctl(op=2, kind=0, nbytes=0, region_id=3))
+    write("shm_control", "op_unknown", ctl(op=3))
+    write("shm_control", "kind_unknown", ctl(kind=9))
+    write("shm_control", "reserved0", ctl(reserved0=1))
+    write("shm_control", "reserved1", ctl(reserved1=b"\0" * 31 + b"\1"))
+    write("shm_control", "truncated", ctl(truncated=1))
+    write("shm_control", "short", ctl()[:100])
+    write("shm_control", "long", ctl() + b"\0")
+
+
 # ---- shared memory: ring entries ----------------------------------------------------------
 
 DATA_OFFSET = 4096 + 2 * 8 * 128  # shm_entry_fuzz.c: the data region's offset
@@ -120,6 +143,17 @@ def shm_entry():
                                     a_scales_off=sa, d_off=d, d_cap=2 * 130 * 4), r)
     entry("gemm_scales_unaligned", sqe(OP_GEMM, E4M3, BLOCK_1X128, FP32, m=2, k=256, weight_id=2, a_off=a,
                                        a_scales_off=sa + 2, d_off=d, d_cap=2 * 130 * 4), r)
+    # The same in a version-2 session, A, its scales and D in region 1 (the data bytes).
+    in_region = struct.pack("<III", 1, 1, 1)
+    entry("gemm_regions_v2", sqe(OP_GEMM, E4M3, BLOCK_1X128, FP32, m=2, k=256, weight_id=2, a_off=a - DATA_OFFSET,
+                                 a_scales_off=sa - DATA_OFFSET, d_off=d - DATA_OFFSET, d_cap=2 * 130 * 4,
+                                 reserved1=in_region), r, settings=4)
+    entry("gemm_regions_v2_d_past", sqe(OP_GEMM, E4M3, BLOCK_1X128, FP32, m=2, k=256, weight_id=2,
+                                        a_off=a - DATA_OFFSET, a_scales_off=sa - DATA_OFFSET, d_off=d - DATA_OFFSET + 8,
+                                        d_cap=2 * 130 * 4, reserved1=in_region), r, settings=4)
+    entry("gemm_regions_v1", sqe(OP_GEMM, E4M3, BLOCK_1X128, FP32, m=2, k=256, weight_id=2, a_off=a - DATA_OFFSET,
+                                 a_scales_off=sa - DATA_OFFSET, d_off=d - DATA_OFFSET, d_cap=2 * 130 * 4,
+                                 reserved1=in_region), r)
     # Inline B: A 4 x 64 BF16 (quantized, or raw for an engine that quantizes), B 8 x 64 E4M3
     # with one tensor scale, D FP16.
     r = Region()
@@ -396,6 +430,7 @@ def main():
     if os.path.isdir(CORPUS):
         shutil.rmtree(CORPUS)
     shm_hello()
+    shm_control()
     shm_entry()
     gemm_requests()
     register_weights()
