@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-/tmp/gemmd-fuzz}
 CC=${CC:-clang}
-TARGETS="shm_hello shm_entry gemm_request register_weight http_request safetensors config"
+TARGETS="shm_hello shm_control shm_entry gemm_request register_weight http_request safetensors config"
 
 mkdir -p "$OUT/gen" "$OUT/obj"
 protoc-c --proto_path=proto --c_out="$OUT/gen" proto/gemmd/v1/gemm.proto
