@@ -967,8 +967,8 @@ static void region_open_done(uv_work_t *w, int status) {
 }
 
 /* Checks a REGION_OPEN and hands it to the pool (1), or refuses it in *out (0 with *code). */
-static int open_region(shm_client_t *c, const gemmd_shm_ctl_t *m, int *fd, gemmd_shm_ctl_reply_t *out,
-                       int *code) {
+static int open_region(shm_client_t *c, const gemmd_shm_ctl_t *m, int *fd,
+                       gemmd_shm_ctl_reply_t *out, int *code) {
   gemmd_engine_t *eng = c->ss->srv->engine;
   *code = GEMMD_CODE_INVALID_ARGUMENT;
   if (eng->ops->region_open == NULL) {
@@ -1023,10 +1023,10 @@ static int close_region(shm_client_t *c, uint32_t id, gemmd_shm_ctl_reply_t *out
   return GEMMD_CODE_OK;
 }
 
-/* One control message of a version-2 client: open or close a region, answered at once. An
- * fd beyond the one a REGION_OPEN carries is closed unread. The ring is drained first, so
- * that entries the client pushed before the message are taken before it (a GEMM sent just
- * before its region's close still finds the region). */
+/* One control message of a version-2 client: a close answered at once, an open once the
+ * pool has mapped the region. An fd beyond the one a REGION_OPEN carries is closed unread.
+ * The ring is drained first, so that entries the client pushed before the message are
+ * taken before it (a GEMM sent just before its region's close still finds the region). */
 static void on_control(shm_client_t *c) {
   drain_ring(c);
   if (c->state != ACTIVE) return;
@@ -1063,8 +1063,8 @@ static void on_control(shm_client_t *c) {
   r.op = m.op;
   r.tag = m.tag;
   gemmd_shm_ctl_t parsed;
-  int code = gemmd_shm_ctl_parse(&m, (size_t)got, (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0, &parsed,
-                                 r.message, sizeof r.message);
+  const int truncated = (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0;
+  int code = gemmd_shm_ctl_parse(&m, (size_t)got, truncated, &parsed, r.message, sizeof r.message);
   if (code == GEMMD_CODE_OK && parsed.op == GEMMD_SHM_CTL_REGION_OPEN) {
     if (open_region(c, &parsed, &fds[0], &r, &code)) return; /* answered when the pool is done */
   } else if (code == GEMMD_CODE_OK) {
