@@ -51,6 +51,11 @@ class DeviceRegions(unittest.TestCase):
     def tearDownClass(cls):
         assert cls.d.stop() == 0
 
+    def weight(self, c, name, n, k):
+        """An E4M3 N x K weight with 128x128 scales, registered through the arena: (B, id)."""
+        b = H.make_matrix(self.pb, self.rng, n, k, H.DT_E4M3, H.SL_128X128)
+        return b, c.register_weight(name, n, k, b.data, H.DT_E4M3, H.SL_128X128, list(b.scales))
+
     def gemm_in_regions(self, c, wid, b, a, out):
         """A (and its scales) and D in CUDA memory of this process; D back from the device."""
         pb = self.pb
@@ -77,10 +82,9 @@ class DeviceRegions(unittest.TestCase):
 
     def test_fp8_and_raw_a_in_device_memory(self):
         pb = self.pb
-        k, n = 1000, 130
-        b = H.make_matrix(pb, self.rng, n, k, H.DT_E4M3, H.SL_128X128)
+        k = 1000
         with S.Client(self.d.shm_socket, version=2) as c:
-            wid = c.register_weight("dev-w", n, k, b.data, H.DT_E4M3, H.SL_128X128, list(b.scales))
+            b, wid = self.weight(c, "dev-w", 130, k)
             cases = [(H.DT_E4M3, H.SL_1X128, pb.DTYPE_FP32), (H.DT_E5M2, H.SL_1X128, pb.DTYPE_BF16),
                      (H.DT_E4M3, H.SL_1X128, pb.DTYPE_FP16), (H.DT_BF16, H.SL_NONE, pb.DTYPE_FP32),
                      (H.DT_FP32, H.SL_NONE, pb.DTYPE_BF16)]
@@ -92,11 +96,9 @@ class DeviceRegions(unittest.TestCase):
                     self.assertLessEqual(err, H.TOLERANCE[out], "m=%d a=%d out=%d" % (m, adt, out))
 
     def test_bad_device_regions(self):
-        pb = self.pb
         k, n = 256, 64
-        b = H.make_matrix(pb, self.rng, n, k, H.DT_E4M3, H.SL_128X128)
         with S.Client(self.d.shm_socket, version=2) as c:
-            wid = c.register_weight("dev-bad", n, k, b.data, H.DT_E4M3, H.SL_128X128, list(b.scales))
+            _b, wid = self.weight(c, "dev-bad", n, k)
             t, h, nbytes, off = on_device(bytes(1 << 20))
             with self.assertRaises(S.ShmError) as e:
                 open_ipc(c, h, nbytes + (64 << 20))  # past the allocation
@@ -135,9 +137,7 @@ class DeviceRegions(unittest.TestCase):
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertGreater(int(out.stdout.strip()), 0)
         with S.Client(self.d.shm_socket) as c:  # gemmd serves on
-            b = H.make_matrix(self.pb, self.rng, 16, 128, H.DT_E4M3, H.SL_128X128)
-            wid = c.register_weight("after-death", 16, 128, b.data, H.DT_E4M3, H.SL_128X128, list(b.scales))
-            self.assertGreater(wid, 0)
+            self.assertGreater(self.weight(c, "after-death", 16, 128)[1], 0)
 
 
 if __name__ == "__main__":
