@@ -368,10 +368,11 @@ static void on_batch_delay(uv_timer_t *t) {
 }
 
 /* While the engine has a slot this batch may take (slot_gate.h), turn the queue's head into
- * a batch. With --max-batch-delay-us, a partial batch waits until its oldest request is
- * that old. */
+ * a batch. The gate counts the requests' lane only: the pieces of a large request queued
+ * beside them are not the answered clients coming back. With --max-batch-delay-us, a
+ * partial batch waits until its oldest request is that old. */
 static void maybe_dispatch(gemmd_server_t *srv) {
-  while (gemmd_slot_gate_open(&srv->slot_gate, srv->batcher.queued, srv->draining) &&
+  while (gemmd_slot_gate_open(&srv->slot_gate, srv->batcher.requests.depth, srv->draining) &&
          gemmd_batcher_can_form(&srv->batcher, gemmd_now_ns())) {
     const uint64_t now = gemmd_now_ns();
     const uint64_t delay_ns = (uint64_t)srv->cfg->max_batch_delay_us * 1000u;
