@@ -440,8 +440,10 @@ static int cuda_region_open(gemmd_engine_t *base, int kind, int fd, const uint8_
     return GEMMD_CODE_UNIMPLEMENTED;
   }
   cudaSetDevice(e->device);
+  _Static_assert(sizeof(cudaIpcMemHandle_t) == sizeof ((gemmd_shm_ctl_t *)0)->handle,
+                 "a control message carries a whole cudaIpcMemHandle_t");
   cudaIpcMemHandle_t h;
-  memcpy(&h, handle, sizeof h < 64 ? sizeof h : 64);
+  memcpy(&h, handle, sizeof h);
   void *p = NULL;
   cudaError_t err = cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess);
   if (err != cudaSuccess) {
@@ -546,13 +548,17 @@ static void lay_out(const cuda_engine_t *e, gemmd_batch_t *b, int lt, layout_t *
   L->total = align256(off + L->lt_scales) + 256;
 }
 
+/* The quantization jobs in the slot's pinned copy: after the header and the table. */
+static gemmd_quant_job_t *quant_jobs(slot_t *s, const layout_t *L, const gemmd_batch_t *b) {
+  return (gemmd_quant_job_t *)(void *)(s->host + sizeof L->h + b->n_groups * sizeof(gemmd_group_params_t));
+}
+
 /* Fills the pinned copy: header, table (device addresses), jobs, arenas, and the
  * kernel's own part (tensor maps). 0, or the gemmd_gpu_gemm_prepare error. */
 static int stage(const cuda_engine_t *e, slot_t *s, gemmd_batch_t *b, const layout_t *L) {
   uint8_t *H = s->host;
   gemmd_group_params_t *table = (gemmd_group_params_t *)(void *)(H + sizeof L->h);
-  gemmd_quant_job_t *jobs = (gemmd_quant_job_t *)(void *)(H + sizeof L->h +
-                                                            b->n_groups * sizeof(gemmd_group_params_t));
+  gemmd_quant_job_t *jobs = quant_jobs(s, L, b);
   memcpy(table, b->table, b->n_groups * sizeof *table);
   uint64_t binl = L->h.b_arena;
   for (uint32_t g = 0; g < b->n_groups; g++) {
@@ -618,16 +624,18 @@ static int fault_kernel_launch(cudaStream_t stream);
 
 /* A in the client's device memory (a_device): its rows into the A arena, over the zeroed
  * rows the staged copy brought (the padding past k stays 0), and its scales, or its raw
- * rows into the raw arena for the quantizer, at the offsets stage gave them. After the
- * staged upload, on the same stream. */
+ * rows into the raw arena for the quantizer, where stage's quantization job (one per raw
+ * A, in request order) says. After the staged upload, on the same stream. */
 static cudaError_t device_a_copies(slot_t *s, const layout_t *L, const gemmd_batch_t *b) {
+  const gemmd_quant_job_t *jobs = quant_jobs(s, L, b);
   cudaError_t err = cudaSuccess;
-  uint64_t raw = 0;
+  uint32_t j = 0;
   for (uint32_t i = 0; i < b->n_requests && !err; i++) {
     const gemmd_request_t *r = b->requests[i];
-    const size_t raw_bytes = r->a_raw != NULL ? (size_t)r->m * r->k * gemmd_dtype_size(r->a_raw_dtype) : 0;
-    if (r->a_device && r->a_raw != NULL) {
-      err = cudaMemcpyAsync(s->dev + L->h.raw_arena + raw, r->a_raw, raw_bytes, cudaMemcpyDeviceToDevice,
+    const gemmd_quant_job_t *q = r->a_raw != NULL ? &jobs[j++] : NULL;
+    if (r->a_device && q != NULL) {
+      err = cudaMemcpyAsync(s->dev + L->h.raw_arena + q->src_offset, r->a_raw,
+                            (size_t)r->m * r->k * gemmd_dtype_size(r->a_raw_dtype), cudaMemcpyDeviceToDevice,
                             s->stream);
     } else if (r->a_device) {
       const uint32_t lda = b->table[r->group].lda;
@@ -639,7 +647,6 @@ static cudaError_t device_a_copies(slot_t *s, const layout_t *L, const gemmd_bat
                               cudaMemcpyDeviceToDevice, s->stream);
       }
     }
-    if (r->a_raw != NULL) raw = align256(raw + raw_bytes);
   }
   return err;
 }

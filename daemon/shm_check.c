@@ -51,14 +51,15 @@ int gemmd_shm_hello_geometry(const gemmd_shm_hello_t *h, uint64_t default_arena_
   return GEMMD_CODE_OK;
 }
 
-/* ---- Control messages (version 2) ------------------------------------------------------- */
-
+/* Whether len bytes at p are all 0 (reserved fields). */
 static int all_zero(const uint8_t *p, size_t len) {
   for (size_t i = 0; i < len; i++) {
     if (p[i] != 0) return 0;
   }
   return 1;
 }
+
+/* ---- Control messages (version 2) ------------------------------------------------------- */
 
 int gemmd_shm_ctl_parse(const void *msg_bytes, size_t len, int truncated, gemmd_shm_ctl_t *out,
                         char *msg, size_t n) {
@@ -98,10 +99,7 @@ int gemmd_shm_reserved_clear(const gemmd_shm_sqe_t *e, uint32_t version) {
   if (version < GEMMD_SHM_VERSION_2 && (e->a_region | e->a_scales_region | e->d_region) != 0) {
     return 0;
   }
-  for (size_t i = 0; i < sizeof e->reserved1; i++) {
-    if (e->reserved1[i] != 0) return 0;
-  }
-  return 1;
+  return all_zero(e->reserved1, sizeof e->reserved1);
 }
 
 /* An operand as an entry describes it. An entry carries no byte or scale counts of its

@@ -291,6 +291,14 @@ static gemmd_shm_region_t region_of(const shm_client_t *c) {
   return rg;
 }
 
+/* A slot for a new region of the client, or NULL when MAX_REGIONS are open or closing. */
+static shm_region_t *free_region_slot(shm_client_t *c) {
+  for (int i = 0; i < MAX_REGIONS; i++) {
+    if (c->regions[i].id == 0) return &c->regions[i];
+  }
+  return NULL;
+}
+
 /* An open region of the client by id, or NULL. */
 static shm_region_t *find_region(shm_client_t *c, uint32_t id) {
   for (int i = 0; i < MAX_REGIONS; i++) {
@@ -946,10 +954,7 @@ static void region_open_done(uv_work_t *w, int status) {
   if (j->fd >= 0) close(j->fd); /* the mapping keeps what it needs */
   c->opening_region = 0;
   int code = status == 0 ? j->code : GEMMD_CODE_UNAVAILABLE;
-  shm_region_t *g = NULL;
-  for (int i = 0; i < MAX_REGIONS && g == NULL; i++) {
-    if (c->regions[i].id == 0) g = &c->regions[i];
-  }
+  shm_region_t *g = free_region_slot(c);
   if (code == GEMMD_CODE_OK && (c->state != ACTIVE || g == NULL)) {
     eng->ops->region_close(eng, j->base, j->m.bytes); /* the client went meanwhile */
     code = GEMMD_CODE_UNAVAILABLE;
@@ -982,9 +987,7 @@ static int open_region(shm_client_t *c, const gemmd_shm_ctl_t *m, int *fd,
              GEMMD_SHM_REGION_FD);
     return 0;
   }
-  int free_slots = 0;
-  for (int i = 0; i < MAX_REGIONS; i++) free_slots += c->regions[i].id == 0;
-  if (free_slots == 0) {
+  if (free_region_slot(c) == NULL) {
     snprintf(out->message, sizeof out->message, "%d regions are open or closing on this connection",
              MAX_REGIONS);
     *code = GEMMD_CODE_RESOURCE_EXHAUSTED;

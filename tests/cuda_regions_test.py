@@ -51,11 +51,6 @@ class DeviceRegions(unittest.TestCase):
     def tearDownClass(cls):
         assert cls.d.stop() == 0
 
-    def weight(self, c, name, n, k):
-        """An E4M3 N x K weight with 128x128 scales, registered through the arena: (B, id)."""
-        b = H.make_matrix(self.pb, self.rng, n, k, H.DT_E4M3, H.SL_128X128)
-        return b, c.register_weight(name, n, k, b.data, H.DT_E4M3, H.SL_128X128, list(b.scales))
-
     def gemm_in_regions(self, c, wid, b, a, out):
         """A (and its scales) and D in CUDA memory of this process; D back from the device."""
         pb = self.pb
@@ -84,7 +79,7 @@ class DeviceRegions(unittest.TestCase):
         pb = self.pb
         k = 1000
         with S.Client(self.d.shm_socket, version=2) as c:
-            b, wid = self.weight(c, "dev-w", 130, k)
+            b, wid = H.shm_weight(c, self.pb, self.rng, "dev-w", 130, k)
             cases = [(H.DT_E4M3, H.SL_1X128, pb.DTYPE_FP32), (H.DT_E5M2, H.SL_1X128, pb.DTYPE_BF16),
                      (H.DT_E4M3, H.SL_1X128, pb.DTYPE_FP16), (H.DT_BF16, H.SL_NONE, pb.DTYPE_FP32),
                      (H.DT_FP32, H.SL_NONE, pb.DTYPE_BF16)]
@@ -98,7 +93,7 @@ class DeviceRegions(unittest.TestCase):
     def test_bad_device_regions(self):
         k, n = 256, 64
         with S.Client(self.d.shm_socket, version=2) as c:
-            _b, wid = self.weight(c, "dev-bad", n, k)
+            _b, wid = H.shm_weight(c, self.pb, self.rng, "dev-bad", n, k)
             t, h, nbytes, off = on_device(bytes(1 << 20))
             with self.assertRaises(S.ShmError) as e:
                 open_ipc(c, h, nbytes + (64 << 20))  # past the allocation
@@ -137,7 +132,7 @@ class DeviceRegions(unittest.TestCase):
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertGreater(int(out.stdout.strip()), 0)
         with S.Client(self.d.shm_socket) as c:  # gemmd serves on
-            self.assertGreater(self.weight(c, "after-death", 16, 128)[1], 0)
+            self.assertGreater(H.shm_weight(c, self.pb, self.rng, "after-death", 16, 128)[1], 0)
 
 
 if __name__ == "__main__":

@@ -407,6 +407,13 @@ def make_matrix(pb, rng, rows, cols, dtype, layout, mag=1.0):
     return pb.Matrix(rows=rows, cols=cols, dtype=dtype, data=data, scale_layout=layout, scales=scales)
 
 
+def shm_weight(c, pb, rng, name, n, k):
+    """A random E4M3 N x K weight with 128x128 scales, registered through client c's arena
+    (client/python/gemmd_shm.py): (B as a Matrix, its id)."""
+    b = make_matrix(pb, rng, n, k, DT_E4M3, SL_128X128)
+    return b, c.register_weight(name, n, k, b.data, DT_E4M3, SL_128X128, list(b.scales))
+
+
 def reference(a, b):
     """FP64 D for protobuf Matrix a and b (the values gemmd computes with)."""
     av = real_values(a.dtype, a.data, a.scale_layout, a.scales, a.rows, a.cols, "a")

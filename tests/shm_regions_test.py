@@ -45,15 +45,11 @@ class Regions(unittest.TestCase):
     def tearDownClass(cls):
         assert cls.d.stop() == 0
 
-    def weight(self, c, name, n, k):
-        b = H.make_matrix(self.pb, self.rng, n, k, H.DT_E4M3, H.SL_128X128)
-        return b, c.register_weight(name, n, k, b.data, H.DT_E4M3, H.SL_128X128, list(b.scales))
-
     def test_gemm_reads_and_writes_regions(self):
         pb = self.pb
         m, n, k = 5, 130, 300
         with S.Client(self.d.shm_socket, version=2) as c:
-            b, wid = self.weight(c, "regions-w", n, k)
+            b, wid = H.shm_weight(c, self.pb, self.rng, "regions-w", n, k)
             for adt, layout, out in ((H.DT_E4M3, H.SL_1X128, pb.DTYPE_FP32), (H.DT_BF16, H.SL_NONE, pb.DTYPE_BF16),
                                      (H.DT_E5M2, H.SL_ROW, pb.DTYPE_FP16)):
                 a = H.make_matrix(pb, self.rng, m, k, adt, layout)
@@ -84,7 +80,7 @@ class Regions(unittest.TestCase):
 
     def test_bad_regions_get_clear_errors(self):
         with S.Client(self.d.shm_socket, version=2) as c, S.Client(self.d.shm_socket, version=2) as other:
-            _b, wid = self.weight(c, "regions-bad", 16, 128)
+            _b, wid = H.shm_weight(c, self.pb, self.rng, "regions-bad", 16, 128)
             fd = memfd("gemmd-bad", bytes(8192))
 
             def refused(fn, code, words):
@@ -110,7 +106,7 @@ class Regions(unittest.TestCase):
             refused(lambda: gemm(c, (rid, 0, rid), d_off=8192 - 8), 3, "inside region %d" % rid)
             refused(lambda: gemm(c, (rid + 5, 0, 0)), 3, "region %d is not open" % (rid + 5))
             # Another connection cannot name it: ids are the connection's own.
-            _b2, wid2 = self.weight(other, "regions-other", 16, 128)
+            _b2, wid2 = H.shm_weight(other, self.pb, self.rng, "regions-other", 16, 128)
             with self.assertRaises(S.ShmError) as e:
                 other.gemm(m=2, k=128, a=(0, H.DT_E4M3, H.SL_NONE, 0), weight_id=wid2, d=4096, d_capacity=64,
                            regions=(rid, 0, 0))
@@ -134,7 +130,7 @@ class Regions(unittest.TestCase):
 
     def test_version_1_cannot_name_regions(self):
         with S.Client(self.d.shm_socket) as c:
-            _b, wid = self.weight(c, "regions-v1", 16, 128)
+            _b, wid = H.shm_weight(c, self.pb, self.rng, "regions-v1", 16, 128)
             rid, raw = c.gemm_entry(m=1, k=128, a=(c.alloc(128), H.DT_E4M3, H.SL_NONE, 0), weight_id=wid,
                                     d=c.alloc(32), d_capacity=32, regions=(1, 0, 0))
             c.submit(raw)
@@ -145,7 +141,7 @@ class Regions(unittest.TestCase):
         pb = self.pb
         m, n, k = 256, 512, 4096  # 1 GFLOP: the CPU backend is still at it when the close comes
         with S.Client(self.d.shm_socket, version=2) as c:
-            b, wid = self.weight(c, "regions-life", n, k)
+            b, wid = H.shm_weight(c, self.pb, self.rng, "regions-life", n, k)
             a = H.make_matrix(pb, self.rng, m, k, H.DT_E4M3, H.SL_NONE)
             name = "gemmd-life-%d" % os.getpid()
             fd = memfd(name, a.data, len(a.data) + m * n * 4)

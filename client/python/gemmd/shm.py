@@ -211,17 +211,7 @@ class Connection:
                     raise e.error from None
                 time.sleep(backoff / 2 + random.random() * backoff / 2)
                 backoff = min(backoff * 2, 0.05)
-        magic, version, status, size, self.client_id, self.max_inflight, text = WELCOME.unpack(msg)
-        if status != 0:
-            for fd in fds:
-                os.close(fd)
-            self.sock.close()
-            raise GemmdError(status, text.split(b"\0", 1)[0].decode())
-        if magic != MAGIC or version != self.version or len(fds) != 3:
-            for fd in fds:
-                os.close(fd)
-            self.sock.close()
-            raise GemmdError(StatusCode.INTERNAL, "unexpected WELCOME")
+        _magic, _version, _status, size, self.client_id, self.max_inflight, _text = WELCOME.unpack(msg)
         arena_fd, self.sq_efd, self.cq_efd = fds
         self.arena = mmap.mmap(arena_fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         os.close(arena_fd)
@@ -233,7 +223,9 @@ class Connection:
          self.data_bytes, _id, _mi) = GEOMETRY.unpack_from(self.arena, 0)
 
     def _hello(self, path: str, arena_bytes: int, entries: int, version: int) -> tuple[bytes, list[int]]:
-        """One connect, HELLO and WELCOME: the WELCOME and its fds; the socket becomes self.sock."""
+        """One connect, HELLO and a WELCOME that accepts: the WELCOME and its three fds; the
+        socket becomes self.sock. Raises GemmdError for a refusal, _Transient for one that
+        trying again may get past."""
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             sock.connect(path)
@@ -252,22 +244,25 @@ class Connection:
         except OSError as e:
             sock.close()
             raise _Transient(GemmdError(StatusCode.UNAVAILABLE, "handshake with %s failed: %s" % (path, e))) from e
+        if len(msg) == WELCOME.size:
+            magic, got_version, status, _size, _id, _mi, text = WELCOME.unpack(msg)
+            if status == 0 and magic == MAGIC and got_version == version and len(fds) == 3:
+                self.sock: Optional[socket.socket] = sock
+                return msg, fds
+        for fd in fds:
+            os.close(fd)
+        sock.close()
         if len(msg) != WELCOME.size:
-            for fd in fds:
-                os.close(fd)
-            sock.close()
             err = GemmdError(StatusCode.UNAVAILABLE, "gemmd closed the connection during the handshake")
-            if not msg:
+            if not msg:  # closed, as when turned away before the HELLO was read
                 raise _Transient(err)
             raise err
-        status = WELCOME.unpack(msg)[2]
-        if status == StatusCode.UNAVAILABLE:
-            for fd in fds:
-                os.close(fd)
-            sock.close()
-            raise _Transient(GemmdError(status, WELCOME.unpack(msg)[6].split(b"\0", 1)[0].decode()))
-        self.sock: Optional[socket.socket] = sock
-        return msg, fds
+        if status == 0:
+            raise GemmdError(StatusCode.INTERNAL, "unexpected WELCOME")
+        err = GemmdError(status, text.split(b"\0", 1)[0].decode())
+        if status == StatusCode.UNAVAILABLE:  # busy: too many handshakes at once
+            raise _Transient(err)
+        raise err
 
     # ---- regions (version 2, section 7) ------------------------------------------------
     def control(self, op: int, kind: int = 0, nbytes: int = 0, region_id: int = 0,
