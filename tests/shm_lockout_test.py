@@ -228,7 +228,9 @@ class HeavyGemm(unittest.TestCase):
                                d_capacity=m * 16 * 2)
                         took.append(time.monotonic() - t)
             print("gemm %.0f ms each; /healthz max %.1f ms" % (1e3 * min(took), 1e3 * max(waits)), file=sys.stderr)
-            self.assertLess(max(waits), 0.5 * min(took),
+            # On the loop, a quantization would hold a poll for nearly all of it (a poll lands
+            # within 5 ms of each one's start); 0.8 leaves room for a busy 2-CPU machine.
+            self.assertLess(max(waits), 0.8 * min(took),
                             "/healthz waited %.0f ms beside GEMMs of %.0f ms" % (1e3 * max(waits), 1e3 * min(took)))
 
 
