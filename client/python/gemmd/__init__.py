@@ -9,6 +9,7 @@ See README.md beside this package.
 """
 
 from ._types import DType, HealthStatus, Quantized, RequestStats, ScaleLayout, WeightInfo
+from ._regions import SharedBuffer
 from .client import Client, GemmStream, WeightRef
 from .errors import GemmdError, StatusCode
 from .quant import dequantize, fp8_max, quantize
@@ -17,5 +18,5 @@ from . import aio  # noqa: E402 - after Client, which it wraps
 __version__ = "0.1.0"
 
 __all__ = ["Client", "GemmStream", "GemmdError", "StatusCode", "DType", "ScaleLayout",
-           "HealthStatus", "WeightInfo", "RequestStats", "Quantized", "WeightRef", "quantize",
+           "HealthStatus", "WeightInfo", "RequestStats", "Quantized", "WeightRef", "SharedBuffer", "quantize",
            "dequantize", "fp8_max", "aio", "__version__"]

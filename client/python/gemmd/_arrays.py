@@ -54,15 +54,15 @@ def torch_has_fp8() -> bool:
 
 def to_numpy(x: Any) -> np.ndarray:
     """A numpy view of a numpy array or a CPU torch tensor (no copy: torch's bfloat16 and
-    float8 become ml_dtypes' through a bit view); other array-likes through np.asarray."""
+    float8 become ml_dtypes' through a bit view; a GPU tensor is copied to the host first);
+    other array-likes through np.asarray."""
     if isinstance(x, np.ndarray):
         return x
     if is_torch(x):
         torch = _torch()
-        if x.device.type != "cpu":
-            raise invalid("a torch tensor on %s: gemmd's client takes CPU tensors (call .cpu())"
-                          % x.device)
-        x = x.detach()
+        # A GPU tensor comes to the host (a copy): gRPC carries bytes, and a weight lives
+        # in gemmd. Over shared memory, A on the GPU goes by device_operand instead.
+        x = x.detach().cpu()
         if x.dtype == torch.bfloat16:
             return x.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
         fp8 = _torch_fp8()
@@ -70,6 +70,68 @@ def to_numpy(x: Any) -> np.ndarray:
             return x.view(torch.uint8).numpy().view(fp8[x.dtype])
         return x.numpy()
     return np.asarray(x)
+
+
+def is_cuda(x: Any) -> bool:
+    """Whether x is a torch tensor on a CUDA device."""
+    return is_torch(x) and x.device.type == "cuda"
+
+
+def torch_dtype(dt: DType) -> Any:
+    """The torch dtype of a wire DType."""
+    torch = _torch()
+    table = {DType.BF16: torch.bfloat16, DType.FP16: torch.float16, DType.FP32: torch.float32,
+             DType.FP8_E4M3: getattr(torch, "float8_e4m3fn", None),
+             DType.FP8_E5M2: getattr(torch, "float8_e5m2", None)}
+    if table.get(dt) is None:
+        raise invalid("this torch has no dtype for %s" % dt.name)
+    return table[dt]
+
+
+def _wire_of_torch(dt: Any) -> DType:
+    torch = _torch()
+    for wire in (DType.FP8_E4M3, DType.FP8_E5M2, DType.BF16, DType.FP16, DType.FP32):
+        if getattr(torch, {DType.FP8_E4M3: "float8_e4m3fn", DType.FP8_E5M2: "float8_e5m2",
+                           DType.BF16: "bfloat16", DType.FP16: "float16",
+                           DType.FP32: "float32"}[wire], None) == dt:
+            return wire
+    raise invalid("a has dtype %s; on the GPU gemmd takes float8_e4m3fn, float8_e5m2, bfloat16, "
+                  "float16 and float32" % dt)
+
+
+def device_operand(x: Any, scales: Any, layout: Any) -> Operand:
+    """A, a CUDA tensor, for gemmd to read where it lies (docs/shm-protocol.md §7): its data
+    as a contiguous 2-D tensor on the GPU, and its scales, also on the GPU, as flat float32.
+    gemmd reads A on the GPU only as FP8 with 1x128 scales, or BF16/FP16/FP32 without
+    scales (which it quantizes there)."""
+    if isinstance(x, Quantized):
+        if scales is not None or layout is not None:
+            raise invalid("a is a Quantized, which carries its own scales and layout")
+        x, scales, layout = x.data, x.scales, x.layout
+    dt = _wire_of_torch(x.dtype)
+    if x.dim() < 1:
+        raise invalid("a is a scalar; A is (..., K)")
+    lead = tuple(x.shape[:-1])
+    data = x.detach().reshape(-1, x.shape[-1]).contiguous()
+    rows, cols = data.shape
+    if rows == 0 or cols == 0:
+        raise invalid("a has shape %s; gemmd needs at least one row and one column" % (tuple(x.shape),))
+    if scales is not None and not is_cuda(scales):
+        raise invalid("a is on %s and its scales are not: give a_scales on the same device" % x.device)
+    lay = scale_layout(layout) if layout is not None else (
+        ScaleLayout.NONE if scales is None else _infer_layout(np.empty(tuple(scales.shape), np.float32),
+                                                            lead, rows, cols, "a"))
+    if dt.is_fp8 and lay != ScaleLayout.BLOCK_1X128 or not dt.is_fp8 and lay != ScaleLayout.NONE:
+        raise invalid("A on the GPU is FP8 with 1x128 scales on the GPU, or BF16/FP16/FP32 without "
+                      "scales (gemmd quantizes it there); this one is %s with SCALE_LAYOUT_%s: quantize "
+                      "it per 1x128 block, or send it from the host" % (dt.name, lay.name))
+    flat = _torch().zeros(0)
+    if lay != ScaleLayout.NONE:
+        flat = scales.detach().to(device=x.device, dtype=_torch().float32).reshape(-1).contiguous()
+        if flat.numel() != lay.count(rows, cols):
+            raise invalid("a_scales has %d values; SCALE_LAYOUT_%s needs %d for a %dx%d A"
+                          % (flat.numel(), lay.name, lay.count(rows, cols), rows, cols))
+    return Operand(data, dt, lay, flat, lead, x.device)
 
 
 def to_torch(arr: np.ndarray) -> Any:
@@ -132,13 +194,15 @@ def out_dtype(value: Any) -> DType:
 
 @dataclasses.dataclass
 class Operand:
-    """A matrix ready to send: 2-D data in a wire dtype and its scales, flat float32."""
+    """A matrix ready to send: 2-D data in a wire dtype and its scales, flat float32; numpy
+    arrays, or torch tensors on the GPU when device is set."""
 
-    data: np.ndarray
+    data: Any
     dtype: DType
     layout: ScaleLayout
-    scales: np.ndarray
+    scales: Any
     lead: tuple  # A's shape before its last axis (the output's leading shape)
+    device: Any = None  # a torch CUDA device: data and scales are tensors there (device_operand)
 
     @property
     def rows(self) -> int:

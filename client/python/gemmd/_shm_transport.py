@@ -11,11 +11,19 @@ with RESOURCE_EXHAUSTED.
 Results are copies: the D block goes back to the allocator as soon as the completion
 arrives, so an arena of fixed size serves any number of requests, a result outlives the
 client, and no array ever points into memory that a later request reuses.
+
+Operands that already lie in a region (docs/shm-protocol.md §7) skip the arena: arrays of
+a SharedBuffer, and CUDA tensors (their allocations opened by CUDA IPC handle, see
+_regions.DeviceRegions). Control messages for regions share the session's socket with the
+completion thread, which watches it for the session's end: while one is in flight, that
+thread leaves the socket to it.
 """
 
 from __future__ import annotations
 
 import os
+import socket
+import sys
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, Optional, Sequence, Union
@@ -23,7 +31,8 @@ from typing import Any, Callable, Optional, Sequence, Union
 import numpy as np
 
 from . import shm
-from ._arrays import NP_DTYPE, Operand
+from ._arrays import NP_DTYPE, Operand, torch_dtype
+from ._regions import DeviceRegions, SharedBuffer
 from ._types import DType, HealthStatus, RequestStats, ScaleLayout, WeightInfo
 from .errors import GemmdError, StatusCode, wait
 
@@ -57,7 +66,7 @@ class ShmTransport:
     name = "shm"
 
     def __init__(self, path: str, arena_bytes: int = 0, entries: int = 0, control: Any = None):
-        self.conn = shm.Connection(path, arena_bytes, entries)
+        self.conn = shm.Connection(path, arena_bytes, entries, version=shm.VERSION_2)
         self.heap = shm.Arena(self.conn.data_off, self.conn.data_bytes)
         self.control = control  # a GrpcTransport for weights(), stats(), health(), or None
         self._lock = threading.Lock()
@@ -69,6 +78,10 @@ class ShmTransport:
         self._names: dict[str, tuple[int, int, int]] = {}  # name -> (id, N, K)
         self._ids: dict[int, tuple[int, int]] = {}         # id -> (N, K)
         self._retry_pool: Optional[ThreadPoolExecutor] = None
+        self._ctl_lock = threading.Lock()  # one control message at a time (§7)
+        self._ctl_busy = False             # one is in flight: the reaper leaves the socket alone
+        self._buffers: list[SharedBuffer] = []
+        self._device: Optional[DeviceRegions] = None
         self._wake_r, self._wake_w = os.pipe()
         self._reaper = threading.Thread(target=self._reap, name="gemmd-shm", daemon=True)
         self._reaper.start()
@@ -149,12 +162,24 @@ class ShmTransport:
             with self._lock:
                 if self._closing and not self._pending:
                     return
-            ready = conn.wait_completions(1.0, [self._wake_r, sock])
+                watch = [self._wake_r] if self._ctl_busy else [self._wake_r, sock]
+            ready = conn.wait_completions(1.0, watch)
             if self._wake_r in ready:
                 os.read(self._wake_r, 4096)
-            if sock in ready:
+            if sock in ready and self._session_ended(conn.sock):
                 self._fail_all(GemmdError(StatusCode.UNAVAILABLE, "gemmd ended the shared-memory session"))
                 return
+
+    @staticmethod
+    def _session_ended(sock: socket.socket) -> bool:
+        """Whether a readable socket is at its end (else it holds a control reply, which its
+        caller reads)."""
+        try:
+            return not sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
 
     def _complete(self, c: shm.Completion) -> None:
         with self._lock:
@@ -181,6 +206,55 @@ class ShmTransport:
             self._room.notify_all()
         for p in pending.values():
             p.future.set_exception(err)
+
+    # ---- regions -------------------------------------------------------------------------
+    def _exchange(self, fn: Callable[[], Any]) -> Any:
+        """Runs one control exchange on the socket, with the reaper off it."""
+        with self._ctl_lock:
+            with self._lock:
+                self._check()
+                self._ctl_busy = True
+            os.write(self._wake_w, b"x")
+            try:
+                return fn()
+            finally:
+                with self._lock:
+                    self._ctl_busy = False
+                os.write(self._wake_w, b"x")
+
+    def _close_region(self, region_id: int) -> None:
+        with self._lock:
+            if self._dead is not None or self._closing:  # the session's end closes its regions
+                return
+        self._exchange(lambda: self.conn.close_region(region_id))
+
+    def shared_buffer(self, nbytes: int) -> SharedBuffer:
+        buf = SharedBuffer(nbytes, lambda fd, n: self._exchange(lambda: self.conn.open_region_fd(fd, n)),
+                           self._close_region, self._forget_buffer)
+        with self._lock:
+            self._buffers.append(buf)
+        return buf
+
+    def _forget_buffer(self, buf: SharedBuffer) -> None:
+        with self._lock:
+            self._buffers.remove(buf)
+
+    def _place(self, arr: np.ndarray) -> Optional[tuple[int, int]]:
+        """(region id, offset) of an array that lies in one of this session's buffers."""
+        with self._lock:
+            for buf in self._buffers:
+                at = buf.locate(arr)
+                if at is not None:
+                    return buf.region_id, at
+        return None
+
+    def _device_regions(self) -> DeviceRegions:
+        with self._lock:
+            if self._device is None:
+                self._device = DeviceRegions(
+                    lambda handle, n: self._exchange(lambda: self.conn.open_region_ipc(handle, n)),
+                    self._close_region)
+            return self._device
 
     # ---- weights -------------------------------------------------------------------------
     def register_weight(self, name: str, op: Operand, timeout: Optional[float]) -> WeightInfo:
@@ -341,22 +415,38 @@ class ShmTransport:
         if out is not None and out.shape[1] != n:
             raise GemmdError(StatusCode.INVALID_ARGUMENT, "out has %d columns; D has %d" % (out.shape[1], n))
         d_bytes = m * n * out_dtype.itemsize
-        sizes = [(a.nbytes, 256), (d_bytes, 256)]
-        parts = [a] + ([inline] if inline is not None else [])
-        for op in parts:
-            if op is not a:
-                sizes.append((op.nbytes, 256))
-            if op.layout != ScaleLayout.NONE:
-                sizes.append((4 * op.scales.size, 256))
+        if a.device is not None:
+            return self._gemm_device(fut, a, wid, inline, n, d_bytes, out_dtype, timeout, out,
+                                     lambda c: self._stale(c, from_cache, ref, retry, fut, a, out_dtype,
+                                                           timeout, out))
+        # Operands in this session's shared buffers are named where they lie; the rest
+        # are copied into blocks of the arena.
+        a_at = self._place(a.data)
+        s_at = self._place(a.scales) if a.layout != ScaleLayout.NONE else None
+        d_at = self._place(out) if out is not None else None
+        sizes = []
+        if a_at is None:
+            sizes.append((a.nbytes, 256))
+        if a.layout != ScaleLayout.NONE and s_at is None:
+            sizes.append((4 * a.scales.size, 256))
+        if d_at is None:
+            sizes.append((d_bytes, 256))
+        if inline is not None:
+            sizes.append((inline.nbytes, 256))
+            if inline.layout != ScaleLayout.NONE:
+                sizes.append((4 * inline.scales.size, 256))
         blocks = self._alloc(sizes)
         try:
             it = iter(blocks)
-            a_off, d_off = next(it), next(it)
-            self._put(a_off, a.data)
+            a_off = a_at[1] if a_at is not None else next(it)
+            if a_at is None:
+                self._put(a_off, a.data)
             a_s = 0
             if a.layout != ScaleLayout.NONE:
-                a_s = next(it)
-                self._put(a_s, a.scales)
+                a_s = s_at[1] if s_at is not None else next(it)
+                if s_at is None:
+                    self._put(a_s, a.scales)
+            d_off = d_at[1] if d_at is not None else next(it)
             b = None
             if inline is not None:
                 b_off = next(it)
@@ -370,18 +460,15 @@ class ShmTransport:
             self._free(blocks)
             raise
         a_desc = (a_off, int(a.dtype), int(a.layout), a_s)
+        regions = (a_at[0] if a_at else 0, s_at[0] if s_at else 0, d_at[0] if d_at else 0)
         dt = NP_DTYPE[out_dtype]
 
         def finish(c: shm.Completion) -> Any:
-            if c.status == StatusCode.NOT_FOUND and from_cache and ref is not None:
-                self._forget(ref)
-                if retry:  # the name now means another weight: look it up again, once
-                    self._retry_executor().submit(self._retry, fut, a, ref, out_dtype, timeout, out)
-                    return _DEFERRED
-            if c.status:
-                raise c.error()
-            if c.result != d_bytes:
-                raise GemmdError(StatusCode.INTERNAL, "gemmd wrote %d bytes of D; %d expected" % (c.result, d_bytes))
+            if self._stale(c, from_cache, ref, retry, fut, a, out_dtype, timeout, out):
+                return _DEFERRED
+            _check_d(c, d_bytes)
+            if d_at is not None:  # gemmd wrote D into out where it lies
+                return out, _stats(c)
             view = np.frombuffer(self.conn.arena, dtype=dt, count=m * n, offset=d_off).reshape(m, n)
             try:
                 if out is None:
@@ -392,7 +479,67 @@ class ShmTransport:
                 del view
 
         return self._submit(lambda rid: shm.gemm_sqe(rid, m, k, a_desc, d_off, d_bytes, wid, b, n,
-                                                     int(out_dtype), _timeout_us(timeout)),
+                                                     int(out_dtype), _timeout_us(timeout), regions),
+                            blocks, finish, fut)
+
+    def _stale(self, c: shm.Completion, from_cache: bool, ref: Optional[WeightRef], retry: bool,
+               fut: Future, a: Operand, out_dtype: DType, timeout: Optional[float], out: Any) -> bool:
+        """Whether c is NOT_FOUND for a weight named through a stale cached id: the name now
+        means another weight, so the request is sent again (once) after a fresh look-up."""
+        if c.status != StatusCode.NOT_FOUND or not from_cache or ref is None:
+            return False
+        self._forget(ref)
+        if not retry:
+            return False
+        self._retry_executor().submit(self._retry, fut, a, ref, out_dtype, timeout, out)
+        return True
+
+    def _gemm_device(self, fut: Future, a: Operand, wid: int, inline: Optional[Operand], n: int,
+                     d_bytes: int, out_dtype: DType, timeout: Optional[float], out: Any,
+                     stale: Callable[[shm.Completion], bool]) -> Future:
+        """A GEMM whose A (and scales) are CUDA tensors: gemmd reads them and writes D, a
+        tensor on the same GPU, where they lie (docs/shm-protocol.md §7)."""
+        torch = sys.modules["torch"]
+        m, k = a.rows, a.cols
+        d = out if out is not None else torch.empty((m, n), dtype=torch_dtype(out_dtype), device=a.device)
+        regions = self._device_regions()
+        held = []
+        try:
+            for t in (a.data, a.scales, d) if a.layout != ScaleLayout.NONE else (a.data, d):
+                held.append(regions.acquire(t.data_ptr(), t.numel() * t.element_size()))
+            blocks: list[int] = []
+            b = None
+            if inline is not None:  # B from the host, through the arena
+                sizes = [(inline.nbytes, 256)]
+                if inline.layout != ScaleLayout.NONE:
+                    sizes.append((4 * inline.scales.size, 256))
+                blocks = self._alloc(sizes)
+                self._put(blocks[0], inline.data)
+                if len(blocks) > 1:
+                    self._put(blocks[1], inline.scales)
+                b = (blocks[0], int(inline.dtype), int(inline.layout), blocks[1] if len(blocks) > 1 else 0)
+        except BaseException:
+            for r, _ in held:
+                regions.release(r)
+            raise
+        (ra, a_off), (rd, d_off) = held[0], held[-1]
+        rs, s_off = held[1] if len(held) == 3 else (None, 0)
+        a_desc = (a_off, int(a.dtype), int(a.layout), s_off)
+        ids = (ra.region_id, rs.region_id if rs is not None else 0, rd.region_id)
+        # §7's ordering: A and its scales are complete before the entry is pushed, and
+        # gemmd may write D only after the stream's earlier work on it.
+        torch.cuda.current_stream(a.device).synchronize()
+
+        def finish(c: shm.Completion) -> Any:
+            for r, _ in held:
+                regions.release(r)
+            if stale(c):
+                return _DEFERRED
+            _check_d(c, d_bytes)
+            return d, _stats(c)
+
+        return self._submit(lambda rid: shm.gemm_sqe(rid, m, k, a_desc, d_off, d_bytes, wid, b, n,
+                                                     int(out_dtype), _timeout_us(timeout), ids),
                             blocks, finish, fut)
 
     def _retry_executor(self) -> ThreadPoolExecutor:
@@ -428,6 +575,13 @@ class ShmTransport:
         self.conn.close()
         if self.control is not None:
             self.control.close()
+
+
+def _check_d(c: shm.Completion, d_bytes: int) -> None:
+    if c.status:
+        raise c.error()
+    if c.result != d_bytes:
+        raise GemmdError(StatusCode.INTERNAL, "gemmd wrote %d bytes of D; %d expected" % (c.result, d_bytes))
 
 
 def _name(ref: WeightRef) -> str:

@@ -7,12 +7,14 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
-from ._arrays import NP_DTYPE, like, operand, out_dtype as _out_dtype, to_numpy
+from ._arrays import (NP_DTYPE, device_operand, is_cuda, like, operand, out_dtype as _out_dtype,
+                      to_numpy, to_torch, torch_dtype)
 from ._balanced import BalancedTransport, endpoints
 from ._grpc import GrpcTransport
 from ._shm_transport import ShmTransport
 from ._types import HealthStatus, RequestStats, WeightInfo
-from .errors import invalid, wait
+from ._regions import SharedBuffer
+from .errors import GemmdError, StatusCode, invalid, wait
 
 #: A registered weight: its name, its id, or the WeightInfo that register_weight returned.
 WeightRef = Union[str, int, WeightInfo]
@@ -42,12 +44,18 @@ def _chain(inner: Future, fn: Any) -> Future:
 class _Prepared:
     """A GEMM's arguments checked and converted once, for any transport."""
 
-    __slots__ = ("a", "rhs", "out_dtype", "torch_like", "out_user", "out2d", "return_stats")
+    __slots__ = ("a", "rhs", "out_dtype", "torch_like", "out_user", "out2d", "return_stats", "device")
 
     def __init__(self, a: Any, weight: Any, out_dtype: Any, a_scales: Any, a_layout: Any,
-                 b_scales: Any, b_layout: Any, out: Any, return_stats: bool):
-        self.a, self.torch_like = operand(a, a_scales, a_layout, "a")
+                 b_scales: Any, b_layout: Any, out: Any, return_stats: bool, in_place: bool):
+        # A on a GPU: read there by gemmd over shared memory (in_place), else brought to the
+        # host; either way D comes back on A's device.
+        self.device = a.device if is_cuda(a) else None
         self.out_dtype = _out_dtype(out_dtype)
+        if self.device is not None and in_place:
+            self.a, self.torch_like = device_operand(a, a_scales, a_layout), True
+        else:
+            self.a, self.torch_like = operand(a, a_scales, a_layout, "a")
         if isinstance(weight, (str, int, WeightInfo)) and not isinstance(weight, bool):
             if b_scales is not None or b_layout is not None:
                 raise invalid("b_scales and b_layout are for an inline B; weight %r is registered" % (weight,))
@@ -59,7 +67,19 @@ class _Prepared:
             if self.rhs.cols != self.a.cols:
                 raise invalid("a has K = %d; b has K = %d" % (self.a.cols, self.rhs.cols))
         self.out_user, self.out2d = out, None
-        if out is not None:
+        if out is not None and self.a.device is not None:
+            if (not is_cuda(out) or out.device != self.a.device or out.dtype != torch_dtype(self.out_dtype)
+                    or not out.is_contiguous()):
+                raise invalid("out must be a contiguous %s tensor on %s, as A is"
+                              % (torch_dtype(self.out_dtype), self.a.device))
+            if tuple(out.shape[:-1]) != self.a.lead:
+                raise invalid("out has shape %s; D is %s" % (tuple(out.shape), self.a.lead + ("N",)))
+            self.out2d = out.view(self.a.rows, -1)
+        elif out is not None and is_cuda(out):
+            if tuple(out.shape[:-1]) != self.a.lead or out.dtype != torch_dtype(self.out_dtype):
+                raise invalid("out has shape %s and dtype %s; D is %s of %s" % (
+                    tuple(out.shape), out.dtype, self.a.lead + ("N",), torch_dtype(self.out_dtype)))
+        elif out is not None:
             o = to_numpy(out)
             if o.dtype != NP_DTYPE[self.out_dtype] or not o.flags.c_contiguous or not o.flags.writeable:
                 raise invalid("out must be a writable C-contiguous array of %s (the out_dtype)"
@@ -72,9 +92,15 @@ class _Prepared:
     def result(self, value: tuple[np.ndarray, RequestStats]) -> Any:
         d, stats = value
         if self.out_user is not None:
+            if self.out2d is None:  # a GPU out filled from the host's D
+                self.out_user.copy_(to_torch(d).reshape(self.out_user.shape))
             d = self.out_user
+        elif self.a.device is not None:  # D is already a tensor on A's GPU
+            d = d.reshape(self.a.lead + (d.shape[1],))
         else:
             d = like(d.reshape(self.a.lead + (d.shape[1],)), self.torch_like)
+            if self.device is not None:
+                d = d.to(self.device)
         return (d, stats) if self.return_stats else d
 
 
@@ -171,15 +197,20 @@ class Client:
 
         Args:
             a: A, shaped (..., K): numpy (float8_e4m3fn, float8_e5m2, bfloat16, float16,
-                float32; float64 is sent as float32), a CPU torch tensor, or a
+                float32; float64 is sent as float32), a torch tensor, or a
                 :class:`Quantized`. BF16/FP16/FP32 A is quantized by gemmd (E4M3, 1x128).
+                A CUDA tensor over shared memory is read by gemmd where it lies, with no
+                copy through the host: FP8 with 1x128 a_scales on the GPU, or BF16/FP16/FP32
+                without scales; D is then a new tensor on that GPU (or ``out``). Over gRPC
+                it is copied to the host and D copied back to its device.
             weight: a registered weight (name, id or WeightInfo), or B itself (N x K,
                 array or Quantized), sent with the request.
             out_dtype: "bf16" (default), "fp16", "fp32", or the numpy/torch dtype.
             a_scales, a_layout: A's multipliers: a scalar (per tensor), shaped like A's
                 rows (per row), or (rows, ceil(K/128)) (1x128 blocks).
             b_scales, b_layout: an inline B's, as in register_weight.
-            out: an array (..., N) of out_dtype to write D into, returned.
+            out: an array (..., N) of out_dtype to write D into, returned. Over shared
+                memory, an array of a :meth:`shared_buffer` is written by gemmd in place.
             timeout: seconds; gemmd answers DEADLINE_EXCEEDED, spending no GPU work, when
                 the deadline passes before the request's batch runs.
             return_stats: return (D, RequestStats) instead of D.
@@ -203,13 +234,26 @@ class Client:
         Done-callbacks run on the client's completion thread (grpcio's, or the
         shared-memory session's): they must not wait for another of this client's
         results there."""
-        p = _Prepared(a, weight, out_dtype, a_scales, a_layout, b_scales, b_layout, out, return_stats)
+        p = _Prepared(a, weight, out_dtype, a_scales, a_layout, b_scales, b_layout, out, return_stats,
+                      self._t.name == "shm")
         return _chain(self._t.gemm_async(p.a, p.rhs, p.out_dtype, self._timeout(timeout), p.out2d), p.result)
 
     def stream(self, *, window: int = 256) -> "GemmStream":
         """A GemmStream: many GEMMs in flight on one connection (over gRPC, one
         bidirectional GemmStream call; at most window unanswered)."""
-        return GemmStream(self._t.stream(window))
+        return GemmStream(self._t.stream(window), self._t.name == "shm")
+
+    def shared_buffer(self, nbytes: int) -> SharedBuffer:
+        """Shared memory only: nbytes of memory that this process and gemmd both map (a
+        region, docs/shm-protocol.md §7). Arrays made by its ``array(shape, dtype)``,
+        given to gemm() as A, a_scales or out, are read or written by gemmd where they
+        lie, with no copy through the arena. The CPU backend takes such buffers; the
+        CUDA backend answers UNIMPLEMENTED (there, give A as a CUDA tensor). Close it
+        when done, or use it as a context manager."""
+        if self._t.name != "shm":
+            raise GemmdError(StatusCode.FAILED_PRECONDITION,
+                             "shared buffers need the shared-memory transport (unix://...)")
+        return self._t.shared_buffer(nbytes)
 
     # ---- the server ----------------------------------------------------------------------
     def stats(self, *, timeout: Optional[float] = None) -> Any:
@@ -249,14 +293,15 @@ class GemmStream:
             results = [f.result() for f in futures]
     """
 
-    def __init__(self, impl: Any):
-        self._impl = impl
+    def __init__(self, impl: Any, in_place: bool):
+        self._impl, self._in_place = impl, in_place
 
     def submit(self, a: Any, weight: Any, *, out_dtype: Any = None, a_scales: Any = None,
                a_layout: Any = None, b_scales: Any = None, b_layout: Any = None, out: Any = None,
                return_stats: bool = False) -> Future:
         """Sends one GEMM (arguments as Client.gemm); a Future of its result."""
-        p = _Prepared(a, weight, out_dtype, a_scales, a_layout, b_scales, b_layout, out, return_stats)
+        p = _Prepared(a, weight, out_dtype, a_scales, a_layout, b_scales, b_layout, out, return_stats,
+                      self._in_place)
         return _chain(self._impl.submit(p.a, p.rhs, p.out_dtype, None, p.out2d), p.result)
 
     def close(self) -> None:

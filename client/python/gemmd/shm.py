@@ -66,6 +66,7 @@ CTL = struct.Struct("<IIQQII64s32x")              # 128 bytes, version 2 (sectio
 CTL_REPLY = struct.Struct("<IiQIIQ224s")          # 256 bytes
 VERSION_2 = 2
 CTL_REGION_OPEN, CTL_REGION_CLOSE = 1, 2
+CONTROL_TIMEOUT_S = 60.0  # gemmd opens a region off its loop; CUDA's can take a while
 REGION_FD, REGION_CUDA_IPC = 1, 2
 
 ShmError = GemmdError  # the name this module's first version used
@@ -266,14 +267,21 @@ class Connection:
 
     # ---- regions (version 2, section 7) ------------------------------------------------
     def control(self, op: int, kind: int = 0, nbytes: int = 0, region_id: int = 0,
-                handle: bytes = b"", fd: Optional[int] = None, tag: int = 0) -> tuple[int, int]:
+                handle: bytes = b"", fd: Optional[int] = None, tag: int = 0,
+                timeout: float = CONTROL_TIMEOUT_S) -> tuple[int, int]:
         """Sends one control message (with `fd` attached) and reads its reply: (status code,
-        region id); raises GemmdError for a refusal."""
+        region id); raises GemmdError for a refusal, DEADLINE_EXCEEDED past timeout."""
         raw = CTL.pack(op, kind, nbytes, tag, region_id, 0, handle)
-        if fd is None:
-            self.sock.send(raw)
-        else:
-            socket.send_fds(self.sock, [raw], [fd])
+        try:
+            if fd is None:
+                self.sock.send(raw)
+            else:
+                socket.send_fds(self.sock, [raw], [fd])
+        except OSError as e:
+            raise GemmdError(StatusCode.UNAVAILABLE, "gemmd closed the connection: %s" % e) from e
+        if not select.select([self.sock], [], [], timeout)[0]:
+            raise GemmdError(StatusCode.DEADLINE_EXCEEDED,
+                             "gemmd did not answer a control message in %.0f s" % timeout)
         reply = self.sock.recv(CTL_REPLY.size)
         if len(reply) != CTL_REPLY.size:
             raise GemmdError(StatusCode.UNAVAILABLE, "gemmd closed the connection")
@@ -286,6 +294,11 @@ class Connection:
         """Hands gemmd a region of this process's device memory by fd (a memfd on the CPU
         backend) and returns its id; the fd may be closed after."""
         return self.control(CTL_REGION_OPEN, REGION_FD, nbytes, fd=fd)[1]
+
+    def open_region_ipc(self, handle: bytes, nbytes: int) -> int:
+        """Hands gemmd a CUDA allocation by its cudaIpcMemHandle_t (64 bytes); the region is
+        nbytes from the allocation's start. Returns its id."""
+        return self.control(CTL_REGION_OPEN, REGION_CUDA_IPC, nbytes, handle=handle)[1]
 
     def close_region(self, region_id: int) -> None:
         """No later entry may name the region; gemmd unmaps it once its requests are done."""
