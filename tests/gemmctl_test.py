@@ -132,6 +132,20 @@ class Gemmctl(unittest.TestCase):
                                     "--n", "129", "--k", "300", "--a-dtype", adt, "--out", out, "--check"],
                                    capture_output=True, text=True, timeout=60)
                 self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        # libgemmclient's regions: A, its scales and D in a memfd that gemmd maps (CPU backend),
+        # the same D as through the arena, and within the FP64 check.
+        if "cuda" not in H.EXTRA_ARGS:
+            for adt, layout in (("e4m3", "1x128"), ("e5m2", "row"), ("bf16", "none"), ("fp16", "none")):
+                args = ["gemm", "--m", "6", "--n", "130", "--k", "384", "--a-dtype", adt, "--a-layout", layout,
+                        "--out", "fp32", "--check", "--seed", "7"]
+                arena = gemmctl(self.d, *args, addr=shm).stdout
+                region = gemmctl(self.d, *(args + ["--in-region"]), addr=shm).stdout
+                self.assertIn("check      relative", region)
+                checksum = [line for line in arena.splitlines() if line.startswith("checksum")]
+                self.assertEqual(checksum, [line for line in region.splitlines() if line.startswith("checksum")])
+        p = gemmctl(self.d, "gemm", "--m", "2", "--n", "8", "--k", "128", "--in-region", check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("UNIMPLEMENTED: regions are a shared-memory feature", p.stderr)
         p = subprocess.run([H.repo_path("client/gemmctl/gemmctl"), "--addr", shm, "gemm", "--m", "3", "--k",
                             str(k), "--weight", "shm-w"], capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 0, p.stderr)

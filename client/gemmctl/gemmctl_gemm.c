@@ -1,21 +1,25 @@
 /* gemmctl gemm: one GEMM on random inputs, optionally checked against the FP64 reference. */
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "client/gemmctl/ctl_parse.h"
 #include "client/gemmctl/ctl_random.h"
 #include "client/gemmctl/gemmctl.h"
+#include "client/lib/status.h"
 #include "kernels/quantize.h"
 #include "kernels/ref_gemm.h"
 
 static const char kUsage[] =
     "usage: gemmctl [global flags] gemm --m M --k K (--weight NAME | --weight-id ID | --n N)\n"
     "         [--a-dtype DTYPE] [--a-layout LAYOUT] [--b-dtype DTYPE] [--b-layout LAYOUT]\n"
-    "         [--out bf16|fp16|fp32] [--seed S] [--check] [--stream N]\n"
+    "         [--out bf16|fp16|fp32] [--seed S] [--check] [--stream N] [--in-region]\n"
     "\n"
     "Sends one D = A·Bᵀ with a random M×K A, against a registered weight (--weight,\n"
     "--weight-id) or a random N×K B sent inline (--n), and prints the result's shape, a\n"
@@ -31,7 +35,10 @@ static const char kUsage[] =
     "              above a relative Frobenius error of 1e-2 (bf16, fp16 out) or 1e-4 (fp32)\n"
     "  --stream N  send the GEMM N times on one GemmStream (request ids 1..N; over shared\n"
     "              memory, N async calls); fail unless each id is answered once, OK, with\n"
-    "              the same D\n";
+    "              the same D\n"
+    "  --in-region over shared memory, with --n: A, its scales and D in a region (a memfd,\n"
+    "              docs/shm-protocol.md §7) that gemmd reads and writes in place, not the\n"
+    "              arena; gemmd's CPU backend takes such regions\n";
 
 typedef struct gemm_opts_s {
   uint32_t m, n, k;
@@ -40,13 +47,13 @@ typedef struct gemm_opts_s {
   gemmd_dtype_t a_dtype, b_dtype, out;
   gemmd_scale_layout_t a_layout, b_layout;
   uint64_t seed;
-  int check;
+  int check, in_region;
   uint32_t stream; /* 0: one unary call */
 } gemm_opts_t;
 
 typedef struct gemm_flags_s {
   const char *m, *k, *n, *weight, *weight_id, *a_dtype, *a_layout, *b_dtype, *b_layout, *out, *seed,
-      *check, *stream;
+      *check, *stream, *in_region;
 } gemm_flags_t;
 
 static int bad(const char *fmt, const char *value) {
@@ -96,6 +103,10 @@ static int parse_shape(const gemm_flags_t *f, gemm_opts_t *o) {
     return bad("--stream must be a count from 1 to 1000000, not '%s'", f->stream);
   }
   if (o->check && f->n == NULL) return bad("--check needs an inline B (--n N)%s", "");
+  o->in_region = f->in_region != NULL;
+  if (o->in_region && (f->n == NULL || o->stream > 0)) {
+    return bad("--in-region needs an inline B (--n N), without --stream%s", "");
+  }
   return 0;
 }
 
@@ -116,6 +127,7 @@ static int parse_opts(int argc, char **argv, gemm_opts_t *o, int *exit_code) {
       {"seed", 1, &f.seed},
       {"check", 0, &f.check},
       {"stream", 1, &f.stream},
+      {"in-region", 0, &f.in_region},
   };
   ctl_args_t a = {.flags = flags, .n_flags = sizeof flags / sizeof flags[0]};
   memset(o, 0, sizeof *o);
@@ -300,6 +312,54 @@ static int run_stream(gemmd_client_t *c, const gemm_opts_t *o, gemmd_gemm_call_t
   return exit_code;
 }
 
+static uint64_t round256(uint64_t x) { return (x + 255) & ~(uint64_t)255; }
+
+/* The call with A, its scales and D in one memfd region: r owns a copy of D. */
+static int gemm_in_region(gemmd_client_t *c, gemmd_gemm_call_t *call, gemmd_gemm_result_t *r,
+                          gemmd_status_t *st) {
+  const gemmd_operand_t *a = &call->a;
+  const uint64_t a_bytes = (uint64_t)a->rows * a->cols * gemmd_dtype_size(a->dtype);
+  const uint64_t s_bytes = 4 * (uint64_t)gemmd_scale_count(a->scale_layout, a->rows, a->cols);
+  const uint64_t d_bytes = (uint64_t)a->rows * call->b->rows * gemmd_dtype_size(call->out_dtype);
+  const uint64_t s_off = round256(a_bytes), d_off = s_off + round256(s_bytes);
+  const uint64_t bytes = d_off + round256(d_bytes);
+  const int fd = memfd_create("gemmctl-region", MFD_CLOEXEC);
+  uint8_t *p = MAP_FAILED;
+  if (fd < 0 || ftruncate(fd, (off_t)bytes) != 0 ||
+      (p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+    if (fd >= 0) close(fd);
+    return gemmd_status_set(st, GEMMD_STATUS_RESOURCE_EXHAUSTED, "memfd region: %s", strerror(errno));
+  }
+  memcpy(p, a->data, a_bytes); /* ctl_matrix_random's A is dense */
+  if (s_bytes) memcpy(p + s_off, a->scales, s_bytes);
+  uint32_t id = 0;
+  int rc = gemmd_client_region_open_fd(c, fd, bytes, &id, st);
+  close(fd);
+  if (rc == 0) {
+    call->a_region = (gemmd_region_ref_t){id, 0};
+    call->a_scales_region = (gemmd_region_ref_t){s_bytes ? id : 0, s_off};
+    call->d_region = (gemmd_region_ref_t){id, d_off};
+    rc = gemmd_client_gemm(c, call, r, st);
+    if (rc == 0) {
+      r->data = malloc(d_bytes ? d_bytes : 1);
+      r->data_borrowed = 0;
+      if (r->data == NULL) {
+        rc = gemmd_status_set(st, GEMMD_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+      } else {
+        memcpy(r->data, p + d_off, d_bytes);
+      }
+    }
+    gemmd_status_t close_st;
+    if (gemmd_client_region_close(c, id, &close_st) != 0 && rc == 0) {
+      gemmd_gemm_result_free(r);
+      *st = close_st;
+      rc = close_st.code;
+    }
+  }
+  munmap(p, bytes);
+  return rc;
+}
+
 static int run(const ctl_global_t *g, const gemm_opts_t *o, const ctl_matrix_t *a,
                const ctl_matrix_t *b) {
   gemmd_gemm_call_t call;
@@ -319,7 +379,7 @@ static int run(const ctl_global_t *g, const gemm_opts_t *o, const ctl_matrix_t *
   }
   gemmd_gemm_result_t r;
   gemmd_status_t st;
-  const int rc = gemmd_client_gemm(c, &call, &r, &st);
+  const int rc = o->in_region ? gemm_in_region(c, &call, &r, &st) : gemmd_client_gemm(c, &call, &r, &st);
   gemmd_client_close(c);
   if (rc != 0) return ctl_fail(&st);
   print_result(&r);

@@ -260,6 +260,32 @@ int gemmd_client_not_over_shm(const char *what, gemmd_status_t *status) {
                           "gemmd's gRPC address for it", what);
 }
 
+static int not_over_grpc(const char *what, gemmd_status_t *status) {
+  return gemmd_status_set(status, GEMMD_STATUS_UNIMPLEMENTED,
+                          "%s are a shared-memory feature: connect to gemmd's socket "
+                          "(unix:///...) for them", what);
+}
+
+int gemmd_client_region_open_fd(gemmd_client_t *c, int fd, uint64_t bytes, uint32_t *region_id,
+                                gemmd_status_t *status) {
+  if (!c->shm) return not_over_grpc("regions", status);
+  return gemmd_shm_region_open(c->shm, fd, NULL, bytes, region_id, status);
+}
+
+int gemmd_client_region_open_cuda_ipc(gemmd_client_t *c, const void *ipc_handle, uint64_t bytes,
+                                      uint32_t *region_id, gemmd_status_t *status) {
+  if (!c->shm) return not_over_grpc("regions", status);
+  if (ipc_handle == NULL) {
+    return gemmd_status_set(status, GEMMD_STATUS_INVALID_ARGUMENT, "no CUDA IPC handle");
+  }
+  return gemmd_shm_region_open(c->shm, -1, ipc_handle, bytes, region_id, status);
+}
+
+int gemmd_client_region_close(gemmd_client_t *c, uint32_t region_id, gemmd_status_t *status) {
+  if (!c->shm) return not_over_grpc("regions", status);
+  return gemmd_shm_region_close(c->shm, region_id, status);
+}
+
 void *gemmd_client_shm_alloc(gemmd_client_t *c, size_t bytes) {
   return c->shm ? gemmd_shm_alloc(c->shm, bytes) : NULL;
 }

@@ -79,6 +79,12 @@ void gemmd_client_close(gemmd_client_t *c);
 /* "grpc" or "shm". */
 const char *gemmd_client_transport(const gemmd_client_t *c);
 
+/* Shared memory only: where an operand lies in a region (gemmd_client_region_open_*). */
+typedef struct gemmd_region_ref_s {
+  uint32_t region; /* its id; 0 = not in a region */
+  uint64_t offset; /* bytes from the region's start */
+} gemmd_region_ref_t;
+
 /* One GEMM: D = A·Bᵀ. Exactly one of weight_id (non-zero), weight_name (non-NULL) or b
  * (non-NULL) names B. Operands are sent as given (row stride ld honoured; scales as the
  * layout needs). */
@@ -93,6 +99,11 @@ typedef struct gemmd_gemm_call_s {
   /* Shared memory only, optional: where D goes, inside the arena (gemmd_client_shm_alloc)
    * with room for M·N elements. The result then points there instead of owning a copy. */
   void *d_out;
+  /* Shared memory only, optional: A's data, A's scales and D in regions, read and written
+   * there by gemmd, instead of a.data, a.scales and d_out. A in a region is dense (a.ld is
+   * a.cols or 0). With D in a region the result's data is NULL (data_borrowed): D is in
+   * the region when the call returns, or when `done` runs. */
+  gemmd_region_ref_t a_region, a_scales_region, d_region;
 } gemmd_gemm_call_t;
 
 typedef struct gemmd_request_stats_s {
@@ -118,6 +129,21 @@ void gemmd_gemm_result_free(gemmd_gemm_result_t *r);
  * and results that should not be copied (NULL on gRPC or when the arena is full). */
 void *gemmd_client_shm_alloc(gemmd_client_t *c, size_t bytes);
 void gemmd_client_shm_free(gemmd_client_t *c, void *p);
+
+/* Shared memory only (docs/shm-protocol.md §7): memory of this process that gemmd opens
+ * once, then reads operands from and writes D into where they lie, with no copy through
+ * the arena. On gemmd's CUDA backend, GPU memory by its CUDA IPC handle (cudaIpcGetMemHandle
+ * of a cudaMalloc block, 64 bytes; the region's bytes count from the block's start); on
+ * the CPU backend, a file both map (a memfd), by fd, which may be closed after. A region
+ * belongs to this client; gemmd unmaps it after close (once the requests that use it are
+ * done) or when the client goes. At most 32 are open at once. A's data (and its scales)
+ * must be complete in GPU memory before the call: synchronize the stream that wrote them.
+ * Over gRPC: UNIMPLEMENTED. */
+int gemmd_client_region_open_fd(gemmd_client_t *c, int fd, uint64_t bytes, uint32_t *region_id,
+                                gemmd_status_t *status);
+int gemmd_client_region_open_cuda_ipc(gemmd_client_t *c, const void *ipc_handle, uint64_t bytes,
+                                      uint32_t *region_id, gemmd_status_t *status);
+int gemmd_client_region_close(gemmd_client_t *c, uint32_t region_id, gemmd_status_t *status);
 
 /* Synchronous GEMM. */
 int gemmd_client_gemm(gemmd_client_t *c, const gemmd_gemm_call_t *call, gemmd_gemm_result_t *result,

@@ -45,6 +45,7 @@ typedef struct {
   uint32_t opcode, m, n;
   gemmd_dtype_t out_dtype;
   void *d_out;    /* the caller's arena destination, or NULL: copy D out */
+  int d_in_region; /* D went to a region: nothing to copy */
   uint64_t d_off; /* where gemmd writes D */
   uint64_t allocs[6]; /* A, its scales, B, its scales, D, a name */
   int n_allocs;
@@ -74,7 +75,8 @@ struct gemmd_shm_client_s {
   uint32_t *free_slots, n_free;
   block_t *free_blocks;
 
-  pthread_mutex_t cq_mu; /* one reader of the completion ring at a time */
+  pthread_mutex_t cq_mu;  /* one reader of the completion ring at a time */
+  pthread_mutex_t ctl_mu; /* one control message and its reply on the socket at a time */
 
   /* The weights this client has used (WEIGHT_INFO answers), to size D. Under mu. */
   known_weight_t *known;
@@ -321,25 +323,46 @@ static int slot_alloc(gemmd_shm_client_t *s, slot_t *sl, uint64_t bytes, uint64_
   return 0;
 }
 
-/* Places an operand in the arena: in place when it already is there (and dense), else a
- * copy. *off and *scales_off receive the offsets. Caller holds mu. */
+/* Where an operand's data and scales lie in regions (A only; NULL for B). */
+typedef struct {
+  const gemmd_region_ref_t *data, *scales;
+  uint32_t *data_region, *scales_region; /* the entry's region fields */
+} region_place_t;
+
+/* Places an operand: named where it lies when in a region, in place when already in the
+ * arena (and dense), else copied into the arena. *off and *scales_off receive the
+ * offsets. Caller holds mu. */
 static int place_operand(gemmd_shm_client_t *s, slot_t *sl, const gemmd_operand_t *op,
-                         uint64_t *off, uint64_t *scales_off, gemmd_status_t *status) {
+                         const region_place_t *at, uint64_t *off, uint64_t *scales_off,
+                         gemmd_status_t *status) {
   const size_t esz = gemmd_dtype_size(op->dtype);
   const uint64_t row = (uint64_t)op->cols * esz, bytes = row * op->rows;
   const size_t ns = gemmd_scale_count(op->scale_layout, op->rows, op->cols);
-  if (esz == 0 || op->data == NULL || op->ld < op->cols || (ns > 0 && op->scales == NULL)) {
+  const int data_in_region = at != NULL && at->data->region != 0;
+  const int scales_in_region = at != NULL && at->scales->region != 0;
+  if (data_in_region && op->ld != 0 && op->ld != op->cols) {
+    return gemmd_status_set(status, GEMMD_STATUS_INVALID_ARGUMENT,
+                            "an operand in a region is dense: ld is cols or 0");
+  }
+  if (esz == 0 || (!data_in_region && (op->data == NULL || op->ld < op->cols)) ||
+      (ns > 0 && !scales_in_region && op->scales == NULL)) {
     return gemmd_status_set(status, GEMMD_STATUS_INVALID_ARGUMENT,
                             "operand: unknown dtype, no data, ld < cols or missing scales");
   }
-  if (!(op->ld == op->cols && in_arena(s, op->data, bytes, off))) {
+  if (data_in_region) {
+    *off = at->data->offset;
+    *at->data_region = at->data->region;
+  } else if (!(op->ld == op->cols && in_arena(s, op->data, bytes, off))) {
     if (slot_alloc(s, sl, bytes, off) != 0) goto full;
     for (uint32_t r = 0; r < op->rows; r++) {
       memcpy(s->arena + *off + r * row, (const uint8_t *)op->data + (size_t)r * op->ld * esz, row);
     }
   }
   *scales_off = 0;
-  if (ns > 0 && !in_arena(s, op->scales, 4 * ns, scales_off)) {
+  if (ns > 0 && scales_in_region) {
+    *scales_off = at->scales->offset;
+    *at->scales_region = at->scales->region;
+  } else if (ns > 0 && !in_arena(s, op->scales, 4 * ns, scales_off)) {
     if (slot_alloc(s, sl, 4 * ns, scales_off) != 0) goto full;
     memcpy(s->arena + *scales_off, op->scales, 4 * ns);
   }
@@ -394,7 +417,7 @@ static int fill_result(gemmd_shm_client_t *s, slot_t *sl, gemmd_gemm_result_t *r
   r->cols = sl->n;
   r->dtype = sl->out_dtype;
   r->data_bytes = c->result;
-  if (sl->d_out != NULL) {
+  if (sl->d_out != NULL || sl->d_in_region) {
     r->data = sl->d_out;
     r->data_borrowed = 1;
   } else {
@@ -449,22 +472,29 @@ static int start_gemm(gemmd_shm_client_t *s, const gemmd_gemm_call_t *call, gemm
   sl->done = done;
   sl->user = user;
   sl->start_ns = now_ns();
-  int rc = place_operand(s, sl, &call->a, &e.a_offset, &e.a_scales_offset, status);
+  const region_place_t a_at = {&call->a_region, &call->a_scales_region, &e.a_region,
+                               &e.a_scales_region};
+  int rc = place_operand(s, sl, &call->a, &a_at, &e.a_offset, &e.a_scales_offset, status);
   if (rc == 0 && call->b != NULL) {
     e.b_source = GEMMD_SHM_B_INLINE;
     e.b_dtype = (uint8_t)call->b->dtype;
     e.b_layout = (uint8_t)call->b->scale_layout;
     e.n = n;
-    rc = place_operand(s, sl, call->b, &e.b_offset, &e.b_scales_offset, status);
+    rc = place_operand(s, sl, call->b, NULL, &e.b_offset, &e.b_scales_offset, status);
   } else {
     e.b_source = GEMMD_SHM_B_WEIGHT;
     e.weight_id = weight_id;
   }
-  /* D: the caller's arena buffer, or an allocation of M·N elements (N from inline B or
-   * from the weight's WEIGHT_INFO). */
+  /* D: in a region, the caller's arena buffer, or an allocation of M·N elements (N from
+   * inline B or from the weight's WEIGHT_INFO). */
   if (rc == 0) {
     const size_t esz = gemmd_dtype_size(out);
-    if (call->d_out != NULL) {
+    if (call->d_region.region != 0) {
+      e.d_region = call->d_region.region;
+      e.d_offset = call->d_region.offset;
+      e.d_capacity = (uint64_t)call->a.rows * (n ? n : 1) * esz;
+      sl->d_in_region = 1;
+    } else if (call->d_out != NULL) {
       if (!in_arena(s, call->d_out, 1, &e.d_offset)) {
         rc = gemmd_status_set(status, GEMMD_STATUS_INVALID_ARGUMENT,
                               "d_out is not inside the shared-memory arena");
@@ -730,7 +760,7 @@ int gemmd_shm_register_weight(gemmd_shm_client_t *s, const char *name, const gem
   slot_t *sl = &s->slots[i];
   memset(sl, 0, sizeof *sl);
   atomic_store(&sl->state, SLOT_PENDING);
-  int rc = place_operand(s, sl, w, &e.a_offset, &e.a_scales_offset, status);
+  int rc = place_operand(s, sl, w, NULL, &e.a_offset, &e.a_scales_offset, status);
   if (rc == 0 && slot_alloc(s, sl, len, &e.d_offset) != 0) {
     rc = gemmd_status_set(status, GEMMD_STATUS_RESOURCE_EXHAUSTED, "arena full");
   }
@@ -790,6 +820,83 @@ int gemmd_shm_unregister_weight(gemmd_shm_client_t *s, uint64_t weight_id, const
 
 /* ---- Connect and close ------------------------------------------------------------------------- */
 
+/* gemmd opens a region off its loop; a CUDA IPC handle can take a while to open. */
+enum { CONTROL_TIMEOUT_MS = 60000 };
+
+/* Sends one control message (with fd attached when fd >= 0) and reads its reply. */
+static int control(gemmd_shm_client_t *s, const gemmd_shm_ctl_t *m, int fd,
+                   gemmd_shm_ctl_reply_t *reply, gemmd_status_t *status) {
+  struct iovec iov = {(void *)m, sizeof *m};
+  struct msghdr mh = {0};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  union {
+    char buf[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+  } ctl;
+  if (fd >= 0) {
+    memset(&ctl, 0, sizeof ctl);
+    mh.msg_control = ctl.buf;
+    mh.msg_controllen = sizeof ctl.buf;
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+  }
+  pthread_mutex_lock(&s->ctl_mu);
+  int rc = 0;
+  if (sendmsg(s->sock, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof *m) {
+    rc = gemmd_status_set(status, GEMMD_STATUS_UNAVAILABLE, "gemmd closed the session: %s",
+                          strerror(errno));
+  } else {
+    struct pollfd p = {s->sock, POLLIN, 0};
+    int ready;
+    while ((ready = poll(&p, 1, CONTROL_TIMEOUT_MS)) < 0 && errno == EINTR) {
+    }
+    const ssize_t got = ready > 0 ? recv(s->sock, reply, sizeof *reply, 0) : -1;
+    if (ready == 0) {
+      rc = gemmd_status_set(status, GEMMD_STATUS_DEADLINE_EXCEEDED,
+                            "gemmd did not answer a control message in %d s",
+                            CONTROL_TIMEOUT_MS / 1000);
+    } else if (got != (ssize_t)sizeof *reply) {
+      rc = gemmd_status_set(status, GEMMD_STATUS_UNAVAILABLE, "gemmd closed the session");
+    } else if (reply->status != 0) {
+      reply->message[sizeof reply->message - 1] = '\0';
+      rc = gemmd_status_set(status, reply->status, "%s", reply->message);
+    }
+  }
+  pthread_mutex_unlock(&s->ctl_mu);
+  if (rc == 0) gemmd_status_clear(status);
+  return rc;
+}
+
+int gemmd_shm_region_open(gemmd_shm_client_t *s, int fd, const void *handle, uint64_t bytes,
+                          uint32_t *region_id, gemmd_status_t *status) {
+  gemmd_shm_ctl_t m;
+  memset(&m, 0, sizeof m);
+  m.op = GEMMD_SHM_CTL_REGION_OPEN;
+  m.kind = handle != NULL ? GEMMD_SHM_REGION_CUDA_IPC : GEMMD_SHM_REGION_FD;
+  m.bytes = bytes;
+  if (handle != NULL) memcpy(m.handle, handle, sizeof m.handle);
+  if (handle == NULL && fd < 0) {
+    return gemmd_status_set(status, GEMMD_STATUS_INVALID_ARGUMENT, "no fd for the region");
+  }
+  gemmd_shm_ctl_reply_t reply;
+  const int rc = control(s, &m, handle != NULL ? -1 : fd, &reply, status);
+  if (rc == 0) *region_id = reply.region_id;
+  return rc;
+}
+
+int gemmd_shm_region_close(gemmd_shm_client_t *s, uint32_t region_id, gemmd_status_t *status) {
+  gemmd_shm_ctl_t m;
+  memset(&m, 0, sizeof m);
+  m.op = GEMMD_SHM_CTL_REGION_CLOSE;
+  m.region_id = region_id;
+  gemmd_shm_ctl_reply_t reply;
+  return control(s, &m, -1, &reply, status);
+}
+
 int gemmd_shm_set_wait(gemmd_shm_client_t *s, const char *mode, unsigned spin_us) {
   if (mode != NULL) {
     if (strcmp(mode, "futex") == 0) {
@@ -824,7 +931,7 @@ static int hello_once(const char *path, int *sock_out, gemmd_shm_welcome_t *w, i
   gemmd_shm_hello_t hello;
   memset(&hello, 0, sizeof hello);
   memcpy(hello.magic, GEMMD_SHM_MAGIC, 8);
-  hello.version = GEMMD_SHM_VERSION;
+  hello.version = GEMMD_SHM_VERSION_2; /* version 1 and regions */
   union {
     char buf[CMSG_SPACE(3 * sizeof(int))];
     struct cmsghdr align;
@@ -914,6 +1021,7 @@ int gemmd_shm_connect(const char *path, const gemmd_client_options_t *o, gemmd_s
   gemmd_shm_set_wait(s, mode ? mode : "futex", spin ? (unsigned)atoi(spin) : 200);
   pthread_mutex_init(&s->mu, NULL);
   pthread_mutex_init(&s->cq_mu, NULL);
+  pthread_mutex_init(&s->ctl_mu, NULL);
   pthread_mutex_init(&s->async_mu, NULL);
   pthread_cond_init(&s->room, NULL);
   pthread_cond_init(&s->async_cv, NULL);
@@ -959,6 +1067,7 @@ void gemmd_shm_close(gemmd_shm_client_t *s) {
   close(s->sock);
   pthread_mutex_destroy(&s->mu);
   pthread_mutex_destroy(&s->cq_mu);
+  pthread_mutex_destroy(&s->ctl_mu);
   pthread_mutex_destroy(&s->async_mu);
   pthread_cond_destroy(&s->room);
   pthread_cond_destroy(&s->async_cv);

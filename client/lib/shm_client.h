@@ -36,6 +36,12 @@ int gemmd_shm_register_weight(gemmd_shm_client_t *s, const char *name, const gem
 int gemmd_shm_unregister_weight(gemmd_shm_client_t *s, uint64_t weight_id, const char *name,
                                 gemmd_status_t *status);
 
+/* Regions (version 2): one control message and its reply at a time. A region is opened
+ * by its CUDA IPC handle (64 bytes) when handle is not NULL, else by fd. */
+int gemmd_shm_region_open(gemmd_shm_client_t *s, int fd, const void *handle, uint64_t bytes,
+                          uint32_t *region_id, gemmd_status_t *status);
+int gemmd_shm_region_close(gemmd_shm_client_t *s, uint32_t region_id, gemmd_status_t *status);
+
 void *gemmd_shm_alloc(gemmd_shm_client_t *s, size_t bytes);
 void gemmd_shm_free(gemmd_shm_client_t *s, void *p);
 
