@@ -1,9 +1,10 @@
 """The serving benchmark: many model workers, each its own process with its own weights,
 against one gemmd, over shared memory and gRPC, with the C client (libgemmclient:
 tools/bench/serving_worker.c) and the Python clients (client/python/gemmd_shm.py, grpcio).
-Client py-dev keeps A, its scales and D in its own GPU memory (torch CUDA tensors) and
-names them as shared-memory regions (protocol version 2, docs/shm-protocol.md §7): no
-byte of a request crosses PCIe. Where torch with CUDA is present (the GPU machine), the
+Clients py-dev and c-dev keep A, its scales and D in their own GPU memory (torch CUDA
+tensors; a cudaMalloc block) and name them as shared-memory regions (protocol version 2,
+docs/shm-protocol.md §7): no byte of a request crosses PCIe. c-mem does the same with a
+memfd region, which the CPU backend takes. Where torch with CUDA is present (the GPU machine), the
 same work done two ways in the same run: one process sending one request at a time, and
 one process that already holds every worker's requests (one grouped GEMM, the same host
 copies); with --torch-device, the same two with the requests already on the GPU.
@@ -46,7 +47,9 @@ def binary(name):
     d = os.environ.get("GEMMD_BIN_DIR")
     for p in ([os.path.join(d, name)] if d else []) + [
             os.path.join(ROOT, "bazel-bin", "tools", "bench", name),
-            os.path.join(ROOT, "bazel-bin", "daemon", name)]:
+            os.path.join(ROOT, "bazel-bin", "daemon", name),
+            os.path.join(ROOT, "tools", "bench", name),  # Bazel's runfiles (serving_test)
+            os.path.join(ROOT, "daemon", name)]:
         if os.path.exists(p):
             return p
     raise FileNotFoundError(name + " (build it: bazel build -c opt //tools/bench:serving_worker)")
@@ -93,6 +96,7 @@ def py_worker(addr, m, k, ids, start_at, seconds):
         torch.cuda.synchronize()
 
         def call(wid):
+            torch.cuda.current_stream().synchronize()  # A complete before the entry (§7)
             r = c.wait(c.gemm_async(m=m, k=k, a=(oa, shm.DTYPE_E4M3, shm.LAYOUT_1X128, os_), weight_id=wid, d=od,
                                     d_capacity=m * n * 2, out_dtype=shm.DTYPE_BF16, regions=(ra, rs, rd)))
             if r.status != 0:
@@ -247,7 +251,10 @@ def start_workers(g, kind, workers, shape, ids, start_at, seconds):
     """`workers` processes of client `kind`, each cycling through its share of ids."""
     m, n, k = shape
     lang, transport = kind.split("-")
-    addr = {"shm": "unix://" + g.shm_socket, "dev": "unixdev://" + g.shm_socket}.get(transport, g.address)
+    addr = {"shm": "unix://", "dev": "unixdev://", "mem": "unixmem://"}.get(transport, "") + g.shm_socket \
+        if transport in ("shm", "dev", "mem") else g.address
+    if transport == "mem" and lang != "c":
+        raise SystemExit("client %s: memfd regions are the C worker's (c-mem)" % kind)
     per = max(1, len(ids) // workers)
     procs = []
     for w in range(workers):
@@ -304,7 +311,8 @@ def add_metrics(row, m0, m1, seconds, cpu_cores):
         row[s + "_us"] = d('gemmd_batch_stage_seconds_total{stage="%s"}' % s) / batches * 1e6 if batches else 0.0
     row["gemm_us"] = d("gemmd_batch_gemm_seconds_total") / batches * 1e6 if batches else 0.0
     # gemmd's own share of a request's round trip: arrival to answer, mean over the window
-    transport = "shm" if row["client"].split(":")[-1].strip().split(" ")[0].endswith("shm") else "grpc"
+    kind = row["client"].split(":")[-1].strip().split(" ")[0]
+    transport = "shm" if kind.split("-")[-1] in ("shm", "dev", "mem") else "grpc"
     n = d('gemmd_request_duration_seconds_count{transport="%s"}' % transport)
     row["gemmd_mean_us"] = d('gemmd_request_duration_seconds_sum{transport="%s"}' % transport) / n * 1e6 if n else 0.0
     return row

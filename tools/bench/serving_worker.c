@@ -8,12 +8,23 @@
  * comma-separated WEIGHT_IDS, until START_AT + SECONDS (CLOCK_REALTIME seconds).
  * Requests sent before START_AT warm up and are not counted. It prints one JSON line:
  *   {"connect_ns": N, "requests": N, "errors": N, "first_error": "...", "lat_ns": [...]}
- * with the round-trip time of every counted request. */
+ * with the round-trip time of every counted request.
+ *
+ * ADDRESS unixdev:///PATH (client c-dev) keeps A, its scales and D in GPU memory: one
+ * cudaMalloc block of this process, opened in gemmd as a region by its CUDA IPC handle
+ * (docs/shm-protocol.md §7), so no byte of a request crosses PCIe; the worker syncs its
+ * stream before each request, as a worker whose A a kernel just wrote must. The CUDA
+ * runtime is loaded at run time, so the worker builds and runs without it elsewhere.
+ * unixmem:///PATH (client c-mem) does the same through a memfd region, which gemmd's CPU
+ * backend takes. */
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "client/lib/gemmclient.h"
 
@@ -54,12 +65,90 @@ static void print_json_string(const char *s) {
   putchar('"');
 }
 
+/* The few CUDA runtime calls a c-dev worker makes. */
+typedef struct {
+  int (*malloc_)(void **ptr, size_t bytes);
+  int (*memcpy_)(void *dst, const void *src, size_t bytes, int kind);
+  int (*ipc_handle)(void *handle64, void *ptr);
+  int (*stream_sync)(void *stream);
+} cudart_t;
+
+static int load_cudart(cudart_t *rt) {
+  static const char *const names[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so"};
+  void *h = NULL;
+  for (size_t i = 0; h == NULL && i < sizeof names / sizeof names[0]; i++) {
+    h = dlopen(names[i], RTLD_NOW);
+  }
+  if (h == NULL) return -1;
+  *(void **)&rt->malloc_ = dlsym(h, "cudaMalloc");
+  *(void **)&rt->memcpy_ = dlsym(h, "cudaMemcpy");
+  *(void **)&rt->ipc_handle = dlsym(h, "cudaIpcGetMemHandle");
+  *(void **)&rt->stream_sync = dlsym(h, "cudaStreamSynchronize");
+  return rt->malloc_ && rt->memcpy_ && rt->ipc_handle && rt->stream_sync ? 0 : -1;
+}
+
+enum { OPERANDS_ARENA, OPERANDS_DEVICE, OPERANDS_MEMFD };
+enum { CUDA_MEMCPY_HOST_TO_DEVICE = 1 };
+
+static size_t round256(size_t x) { return (x + 255) & ~(size_t)255; }
+
+/* One region holding A at 0, its scales and a D of d_bytes; names them in call. */
+static int open_region(gemmd_client_t *c, int mode, const cudart_t *rt, gemmd_gemm_call_t *call,
+                       size_t a_bytes, size_t s_bytes, size_t d_bytes, gemmd_status_t *st) {
+  const size_t s_off = round256(a_bytes), d_off = s_off + round256(s_bytes);
+  const size_t bytes = d_off + round256(d_bytes);
+  uint32_t id = 0;
+  int rc;
+  if (mode == OPERANDS_DEVICE) {
+    void *block = NULL;
+    uint8_t handle[64];
+    if (rt->malloc_(&block, bytes) != 0 ||
+        rt->memcpy_(block, call->a.data, a_bytes, CUDA_MEMCPY_HOST_TO_DEVICE) != 0 ||
+        rt->memcpy_((uint8_t *)block + s_off, call->a.scales, s_bytes, CUDA_MEMCPY_HOST_TO_DEVICE) != 0 ||
+        rt->ipc_handle(handle, block) != 0) {
+      snprintf(st->message, sizeof st->message, "CUDA: no device block for the operands");
+      return -1;
+    }
+    rc = gemmd_client_region_open_cuda_ipc(c, handle, bytes, &id, st);
+  } else {
+    const int fd = memfd_create("serving-worker", MFD_CLOEXEC);
+    uint8_t *p = MAP_FAILED;
+    if (fd < 0 || ftruncate(fd, (off_t)bytes) != 0 ||
+        (p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+      snprintf(st->message, sizeof st->message, "no memfd for the operands");
+      return -1;
+    }
+    memcpy(p, call->a.data, a_bytes);
+    memcpy(p + s_off, call->a.scales, s_bytes);
+    rc = gemmd_client_region_open_fd(c, fd, bytes, &id, st);
+    close(fd);
+  }
+  if (rc != 0) return rc;
+  call->a_region = (gemmd_region_ref_t){id, 0};
+  call->a_scales_region = (gemmd_region_ref_t){id, s_off};
+  call->d_region = (gemmd_region_ref_t){id, d_off};
+  call->d_out = NULL;
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc != 7) {
     fprintf(stderr, "usage: serving_worker ADDRESS M K WEIGHT_IDS START_AT SECONDS\n");
     return 2;
   }
-  const char *addr = argv[1];
+  char addr[4096];
+  int mode = OPERANDS_ARENA;
+  cudart_t rt = {0};
+  if (strncmp(argv[1], "unixdev://", 10) == 0 || strncmp(argv[1], "unixmem://", 10) == 0) {
+    mode = argv[1][4] == 'd' ? OPERANDS_DEVICE : OPERANDS_MEMFD;
+    snprintf(addr, sizeof addr, "unix://%s", argv[1] + 10);
+    if (mode == OPERANDS_DEVICE && load_cudart(&rt) != 0) {
+      fprintf(stderr, "serving_worker: %s needs the CUDA runtime (libcudart)\n", argv[1]);
+      return 1;
+    }
+  } else {
+    snprintf(addr, sizeof addr, "%s", argv[1]);
+  }
   const uint32_t m = (uint32_t)strtoul(argv[2], NULL, 10), k = (uint32_t)strtoul(argv[3], NULL, 10);
   static uint64_t ids[MAX_WEIGHTS];
   const int n_ids = parse_ids(argv[4], ids);
@@ -108,9 +197,10 @@ int main(int argc, char **argv) {
     if (now >= end_at) break;
     call.weight_id = ids[i];
     call.request_id = ++id;
-    call.d_out = d;
+    if (call.d_region.region == 0) call.d_out = d;
     gemmd_gemm_result_t r;
     const uint64_t t0 = mono_ns();
+    if (mode == OPERANDS_DEVICE && call.d_region.region != 0) rt.stream_sync(NULL);
     const int rc = gemmd_client_gemm(c, &call, &r, &st);
     const uint64_t dt = mono_ns() - t0;
     if (rc != 0) {
@@ -118,8 +208,13 @@ int main(int argc, char **argv) {
       if (first_error[0] == '\0') snprintf(first_error, sizeof first_error, "%s", st.message);
       continue;
     }
-    if (shm && d == NULL) { /* from now on D lands in the arena, not in a copy */
+    if (shm && d == NULL && mode == OPERANDS_ARENA) { /* from now on D lands in the arena */
       d = gemmd_client_shm_alloc(c, r.data_bytes);
+    } else if (mode != OPERANDS_ARENA && call.d_region.region == 0) { /* from now on: the region */
+      if (open_region(c, mode, &rt, &call, a_bytes, ns * sizeof(float), r.data_bytes, &st) != 0) {
+        fprintf(stderr, "serving_worker: region: %s\n", st.message);
+        return 1;
+      }
     }
     gemmd_gemm_result_free(&r);
     if (now < start_at) continue;

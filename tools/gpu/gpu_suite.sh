@@ -13,7 +13,7 @@
 #             0.9 MB-result shape, C gRPC, decode beside prefill); with GEMMD_BASE_DIR (a folder
 #             holding another build's gemmd, e.g. the previous commit's, carried beside the
 #             bundle) the same rows again against it, in the same call; then issue 40's
-#             device-resident workers (py-dev) beside py-shm, with torch on the GPU;
+#             device-resident workers (c-dev, py-dev) beside c-shm, with torch on the GPU;
 #   engine    tools/bench/engine_bench.c: decode batches of 1-64 groups (8 rows, their own
 #             4096×4096 weights) through the engine alone, GEMM time per batch and weight TB/s;
 #   bench     the engine's numbers (tools/bench/gpu_engine.sh).
@@ -114,11 +114,12 @@ if [[ " $parts " == *" serving "* ]]; then
     serving "$label-grpc" "$dir" $decode --weights 16 --workers 1,32 --clients c-grpc
     serving "$label-mix" "$dir" $decode --workers 16 --clients , --mix c-shm:16:py-shm:2:4096x7168x16384
   done
-  # Device-resident operands (issue 40; this build only): Python workers with host arenas
-  # against Python workers whose A and D are torch CUDA tensors, and torch on the GPU.
-  serving "new-dev" "$PWD/.gpu/bin" $decode --workers 1,8,32,64 --clients py-shm,py-dev --torch-device --torch
+  # Device-resident operands (issue 40; this build only): C workers with host arenas
+  # against C workers whose A and D sit in their own cudaMalloc block (c-dev), the Python
+  # workers' pair likewise (py-dev: torch CUDA tensors), and torch on the GPU.
+  serving "new-dev" "$PWD/.gpu/bin" $decode --workers 1,8,32,64 --clients c-shm,c-dev,py-dev --torch-device --torch
   serving "new-dev-0.9MB" "$PWD/.gpu/bin" --backend cuda --shape 64x7168x2048 --seconds 2 --workers 32 \
-    --clients py-shm,py-dev
+    --clients c-shm,c-dev,py-dev
 fi
 if [[ " $parts " == *" engine "* ]]; then
   for kk in wgmma cublaslt; do
