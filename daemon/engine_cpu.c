@@ -4,6 +4,7 @@
  * at most --cpu-inline-flops run on the submitting (loop) thread instead: for them the
  * two thread hand-offs cost more than the arithmetic. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -198,6 +199,14 @@ static int cpu_region_open(gemmd_engine_t *base, int kind, int fd, const uint8_t
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     snprintf(msg, n, "the region's fd is not a file gemmd can map (a memfd)");
+    return GEMMD_CODE_INVALID_ARGUMENT;
+  }
+  /* Sealed against shrinking: a file cut short under gemmd's mapping would turn the next
+   * read of it into SIGBUS (the arena is sealed the same way). */
+  const int seals = fcntl(fd, F_GET_SEALS);
+  if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
+    snprintf(msg, n, "the region's file must be sealed against shrinking: a memfd made with "
+             "MFD_ALLOW_SEALING, then fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK)");
     return GEMMD_CODE_INVALID_ARGUMENT;
   }
   if (bytes == 0 || (uint64_t)st.st_size < bytes) {

@@ -6,6 +6,7 @@ only while open; every bad id, offset, size, kind or message gets a clear error;
 closed while a request uses it stays mapped until that request is done; gemmd unmaps a
 dead client's regions; a version-1 client cannot name regions."""
 
+import fcntl
 import os
 import struct
 import sys
@@ -20,11 +21,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(H.repo_path("client/python/gemmd
 import gemmd_shm as S  # noqa: E402
 
 
-def memfd(name, data, size=None):
-    """A memfd holding data (grown to size): the client's "device memory"."""
-    fd = os.memfd_create(name)
+def memfd(name, data, size=None, seal=True):
+    """A memfd holding data (grown to size): the client's "device memory", sealed against
+    shrinking as gemmd requires."""
+    fd = os.memfd_create(name, os.MFD_ALLOW_SEALING)
     os.ftruncate(fd, size or max(len(data), 1))
     os.pwrite(fd, data, 0)
+    if seal:
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK)
     return fd
 
 
@@ -90,6 +94,14 @@ class Regions(unittest.TestCase):
                 self.assertIn(words, str(e.exception))
 
             refused(lambda: c.open_region_fd(fd, 8193), 3, "does not fit")
+            # A file the client could shrink under gemmd's mapping (a read past its end would
+            # be SIGBUS in gemmd): refused unless sealed against shrinking.
+            unsealed = memfd("gemmd-unsealed", bytes(8192), seal=False)
+            refused(lambda: c.open_region_fd(unsealed, 8192), 3, "F_SEAL_SHRINK")
+            os.close(unsealed)
+            with open(os.path.join(H.tmpdir(), "plain-region-%d" % os.getpid()), "wb+") as f:
+                f.truncate(8192)
+                refused(lambda: c.open_region_fd(f.fileno(), 8192), 3, "F_SEAL_SHRINK")
             refused(lambda: c.open_region_fd(fd, 0), 3, "does not fit")
             refused(lambda: c.control(S.CTL_REGION_OPEN, S.REGION_FD, 4096), 3, "needs its fd")
             refused(lambda: c.control(S.CTL_REGION_OPEN, S.REGION_CUDA_IPC, 4096, handle=bytes(64)), 12, "CUDA")
@@ -97,6 +109,8 @@ class Regions(unittest.TestCase):
             refused(lambda: c.control(9), 3, "unknown control op")
             refused(lambda: c.close_region(77), 5, "not open")
             rid = c.open_region_fd(fd, 8192)
+            with self.assertRaises(PermissionError):  # the seal holds: the mapping stays whole
+                os.ftruncate(fd, 0)
 
             def gemm(client, regions, a_off=0, d_off=4096, m=2):
                 return client.gemm(m=m, k=128, a=(a_off, H.DT_E4M3, H.SL_NONE, 0), weight_id=wid, d=d_off,

@@ -1,5 +1,6 @@
 /* gemmctl gemm: one GEMM on random inputs, optionally checked against the FP64 reference. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -323,9 +324,9 @@ static int gemm_in_region(gemmd_client_t *c, gemmd_gemm_call_t *call, gemmd_gemm
   const uint64_t d_bytes = (uint64_t)a->rows * call->b->rows * gemmd_dtype_size(call->out_dtype);
   const uint64_t s_off = round256(a_bytes), d_off = s_off + round256(s_bytes);
   const uint64_t bytes = d_off + round256(d_bytes);
-  const int fd = memfd_create("gemmctl-region", MFD_CLOEXEC);
+  const int fd = memfd_create("gemmctl-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   uint8_t *p = MAP_FAILED;
-  if (fd < 0 || ftruncate(fd, (off_t)bytes) != 0 ||
+  if (fd < 0 || ftruncate(fd, (off_t)bytes) != 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) != 0 ||
       (p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
     if (fd >= 0) close(fd);
     return gemmd_status_set(st, GEMMD_STATUS_RESOURCE_EXHAUSTED, "memfd region: %s", strerror(errno));

@@ -18,6 +18,7 @@
  * unixmem:///PATH (client c-mem) does the same through a memfd region, which gemmd's CPU
  * backend takes. */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,9 +112,9 @@ static int open_region(gemmd_client_t *c, int mode, const cudart_t *rt, gemmd_ge
     }
     rc = gemmd_client_region_open_cuda_ipc(c, handle, bytes, &id, st);
   } else {
-    const int fd = memfd_create("serving-worker", MFD_CLOEXEC);
+    const int fd = memfd_create("serving-worker", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     uint8_t *p = MAP_FAILED;
-    if (fd < 0 || ftruncate(fd, (off_t)bytes) != 0 ||
+    if (fd < 0 || ftruncate(fd, (off_t)bytes) != 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) != 0 ||
         (p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
       snprintf(st->message, sizeof st->message, "no memfd for the operands");
       return -1;

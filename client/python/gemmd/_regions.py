@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import collections
+import fcntl
 import mmap
 import os
 import threading
@@ -41,9 +42,10 @@ class SharedBuffer:
         if nbytes <= 0:
             raise GemmdError(StatusCode.INVALID_ARGUMENT, "a shared buffer needs at least one byte")
         self.nbytes = nbytes
-        fd = os.memfd_create("gemmd-region", os.MFD_CLOEXEC)
+        fd = os.memfd_create("gemmd-region", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         try:
             os.ftruncate(fd, nbytes)
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK)  # gemmd's mapping stays whole
             self._map = mmap.mmap(fd, nbytes, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
             self.region_id = open_fd(fd, nbytes)
         except BaseException:
