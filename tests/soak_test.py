@@ -6,8 +6,9 @@ Good clients: gRPC unary GEMMs (4 threads), GemmStream rounds, shm workers (3 pr
 that reconnect every few dozen requests. Bad clients: malformed and unknown-weight gRPC
 requests, garbage bytes to a method, streams cancelled unread, RegisterWeight streams
 abandoned, shm connections that never say HELLO or say it wrong, that send garbage
-entries, or that are SIGKILLed with requests in flight; HTTP heads trickled, malformed or
-cut off.
+entries, or that are SIGKILLed with requests in flight; shm clients that misuse regions
+(closed under requests, named after closing, unsealed, past the bound) or die with regions
+open and requests in flight; HTTP heads trickled, malformed or cut off.
 
 Passes when every good request is answered exactly once, with OK (shm: each request id
 completes once, and no completion comes that was not asked for; streams: each id once), and
@@ -15,6 +16,7 @@ when, after the clients stop, gemmd's open fds and mappings are back to their ba
 resident memory is within a bound of it and did not grow through the second half of the
 run, and its in-flight, queue and shm-client gauges are 0."""
 
+import fcntl
 import json
 import os
 import random
@@ -49,21 +51,44 @@ MAPS_SLACK = 64 if SANITIZED else 16
 
 # ---- shm child processes (this file run as a script) --------------------------------------
 
+def sealed_memfd(nbytes):
+    """A region's file as gemmd takes it: a memfd sealed against shrinking."""
+    fd = os.memfd_create("soak-region", os.MFD_ALLOW_SEALING)
+    os.ftruncate(fd, nbytes)
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK)
+    return fd
+
+
 def shm_good(path, weight_ids, end_at):
-    """Reconnects every 40 requests; 4 requests in flight at a time. Prints JSON counts."""
+    """Reconnects every 40 requests; 4 requests in flight at a time. Every other session
+    speaks version 2 and keeps A and D in a region of its own (a memfd) instead of the
+    arena. Prints JSON counts."""
     sent = ok = bad = 0
     problems = []
     rng = random.Random()
+    session = 0
     while time.time() < end_at:
-        c = S.Client(path, arena_bytes=4 << 20, entries=16)
-        a = c.alloc(8 * K)
-        c.write(a, bytes(rng.getrandbits(8) & 0x77 for _ in range(8 * K)))
-        ds = [c.alloc(8 * N * 2) for _ in range(4)]
+        session += 1
+        in_region = session % 2 == 0
+        c = S.Client(path, arena_bytes=4 << 20, entries=16, version=2 if in_region else 1)
+        a_bytes = bytes(rng.getrandbits(8) & 0x77 for _ in range(8 * K))
+        regions = (0, 0, 0)
+        if in_region:
+            fd = sealed_memfd(8 * K + 4 * 8 * N * 2)
+            os.pwrite(fd, a_bytes, 0)
+            rid = c.open_region_fd(fd, 8 * K + 4 * 8 * N * 2)
+            os.close(fd)
+            a, ds, regions = 0, [8 * K + i * 8 * N * 2 for i in range(4)], (rid, 0, rid)
+        else:
+            a = c.alloc(8 * K)
+            c.write(a, a_bytes)
+            ds = [c.alloc(8 * N * 2) for _ in range(4)]
         outstanding = {}
         for _ in range(10):
             for d in ds:
                 rid = c.gemm_async(m=8, k=K, a=(a, S.DTYPE_E4M3, S.LAYOUT_NONE, 0),
-                                   weight_id=rng.choice(weight_ids), d=d, d_capacity=8 * N * 2)
+                                   weight_id=rng.choice(weight_ids), d=d, d_capacity=8 * N * 2,
+                                   regions=regions)
                 outstanding[rid] = d
                 sent += 1
             while outstanding:
@@ -111,6 +136,48 @@ def shm_bad(path, kind, weight_id):
             c.submit(bytes(raw))
         time.sleep(0.1)
         c.close()
+    elif kind == "regions_killed":  # regions open and requests naming them in flight
+        c = S.Client(path, arena_bytes=1 << 20, entries=16, version=2)
+        ids = []
+        for _ in range(3):
+            fd = sealed_memfd(1 << 16)
+            ids.append(c.open_region_fd(fd, 1 << 16))
+            os.close(fd)
+        for i in range(8):
+            r = ids[i % 3]
+            c.gemm_async(m=8, k=K, a=(0, S.DTYPE_E4M3, S.LAYOUT_NONE, 0), weight_id=weight_id,
+                         d=8 * K, d_capacity=8 * N * 2, regions=(r, 0, r))
+        os.kill(os.getpid(), signal.SIGKILL)
+    elif kind == "regions_misused":  # closed under requests, named after, unsealed, too many
+        c = S.Client(path, arena_bytes=1 << 20, entries=16, version=2)
+        fd = sealed_memfd(1 << 16)
+        for _ in range(40):
+            r = c.open_region_fd(fd, 1 << 16)
+            c.gemm_async(m=8, k=K, a=(0, S.DTYPE_E4M3, S.LAYOUT_NONE, 0), weight_id=weight_id,
+                         d=8 * K, d_capacity=8 * N * 2, regions=(r, 0, r))
+            c.close_region(r)
+            c.gemm_async(m=8, k=K, a=(0, S.DTYPE_E4M3, S.LAYOUT_NONE, 0), weight_id=weight_id,
+                         d=8 * K, d_capacity=8 * N * 2, regions=(r, 0, r))  # INVALID_ARGUMENT
+        try:
+            os.ftruncate(fd, 0)  # the seal refuses it
+        except PermissionError:
+            pass
+        open_ids = []
+        try:
+            while len(open_ids) < 40:  # past the bound: RESOURCE_EXHAUSTED
+                open_ids.append(c.open_region_fd(fd, 1 << 16))
+        except S.ShmError:
+            pass
+        unsealed = os.memfd_create("soak-unsealed")
+        os.ftruncate(unsealed, 1 << 16)
+        try:
+            c.open_region_fd(unsealed, 1 << 16)
+        except S.ShmError:
+            pass
+        os.close(unsealed)
+        os.close(fd)
+        time.sleep(0.1)
+        c.close()  # with regions open
     elif kind == "killed_in_flight":
         c = S.Client(path, arena_bytes=1 << 20, entries=16)
         a = c.alloc(8 * K)
@@ -244,7 +311,8 @@ class Soak(unittest.TestCase):
 
     # -- shm ----------------------------------------------------------------------------------
     def shm_churn(self, d, end_at, weight_id, counts):
-        kinds = ["silent", "bad_hello", "garbage_entries", "killed_in_flight"]
+        kinds = ["silent", "bad_hello", "garbage_entries", "killed_in_flight", "regions_killed",
+                 "regions_misused"]
         i = 0
         while time.time() < end_at:
             kind = kinds[i % len(kinds)]
