@@ -514,9 +514,13 @@ class ShmTransport:
                 if inline.layout != ScaleLayout.NONE:
                     sizes.append((4 * inline.scales.size, 256))
                 blocks = self._alloc(sizes)
-                self._put(blocks[0], inline.data)
-                if len(blocks) > 1:
-                    self._put(blocks[1], inline.scales)
+                try:
+                    self._put(blocks[0], inline.data)
+                    if len(blocks) > 1:
+                        self._put(blocks[1], inline.scales)
+                except BaseException:
+                    self._free(blocks)
+                    raise
                 b = (blocks[0], int(inline.dtype), int(inline.layout), blocks[1] if len(blocks) > 1 else 0)
         except BaseException:
             for r, _ in held:
@@ -538,9 +542,14 @@ class ShmTransport:
             _check_d(c, d_bytes)
             return d, _stats(c)
 
-        return self._submit(lambda rid: shm.gemm_sqe(rid, m, k, a_desc, d_off, d_bytes, wid, b, n,
-                                                     int(out_dtype), _timeout_us(timeout), ids),
-                            blocks, finish, fut)
+        try:
+            return self._submit(lambda rid: shm.gemm_sqe(rid, m, k, a_desc, d_off, d_bytes, wid, b, n,
+                                                         int(out_dtype), _timeout_us(timeout), ids),
+                                blocks, finish, fut)
+        except BaseException:  # never sent: finish will not run
+            for r, _ in held:
+                regions.release(r)
+            raise
 
     def _retry_executor(self) -> ThreadPoolExecutor:
         with self._lock:
