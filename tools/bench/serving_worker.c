@@ -234,6 +234,10 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < n_lat; i++) printf(i ? ",%llu" : "%llu", (unsigned long long)lat[i]);
   printf("]}\n");
   gemmd_client_close(c);
+  if (!shm) { /* over shared memory they were the arena's */
+    free(a);
+    free(sa);
+  }
   free(lat);
   return 0;
 }
