@@ -63,6 +63,13 @@ class arena_sizes:
         del self.t._alloc
 
 
+def same(got, want, tol=1e-5):
+    """The same D up to summation order (FP32; tol=1e-2 for BF16, one rounding apart):
+    requests batched together may be summed in another order than one alone."""
+    err = H.rel_error(np.asarray(got, np.float64), np.asarray(want, np.float64))
+    assert err <= tol, err
+
+
 def a_operand(rng, rows, dtype, layout):
     data, scales = H.random_matrix(rng, rows, K, int(dtype), int(layout))
     arr = np.frombuffer(data, dtype=NP_DTYPE[dtype]).reshape(rows, K)
@@ -139,7 +146,7 @@ def test_buffer_closed_with_its_request_in_flight(client, weight):
     futs = [client.gemm_async(a, info, out_dtype="fp32") for _ in range(4)]
     buf.close()
     for f in futs:
-        np.testing.assert_array_equal(f.result(timeout=60), want)
+        same(f.result(timeout=60), want)  # batched together
     np.testing.assert_array_equal(client.gemm(a, info, out_dtype="fp32"), want)  # now copied
     with pytest.raises(gemmd.GemmdError) as e:
         buf.array((1,), np.float32)
@@ -162,7 +169,7 @@ def test_controls_beside_gemms_from_many_threads(daemon, weight):
         def gemms(i):
             try:
                 for _ in range(60):
-                    np.testing.assert_array_equal(c.gemm(xs[i], "regions-w", out_dtype="fp32"), wants[i])
+                    same(c.gemm(xs[i], "regions-w", out_dtype="fp32"), wants[i])
             except Exception as e:  # noqa: BLE001 - reported below
                 errors.append(e)
 
@@ -172,7 +179,7 @@ def test_controls_beside_gemms_from_many_threads(daemon, weight):
                     with c.shared_buffer(64 << 10) as buf:
                         a = buf.array(xs[i].shape, np.float32)
                         a[...] = xs[i]
-                        np.testing.assert_array_equal(c.gemm(a, "regions-w", out_dtype="fp32"), wants[i])
+                        same(c.gemm(a, "regions-w", out_dtype="fp32"), wants[i])
                         del a
             except Exception as e:  # noqa: BLE001 - reported below
                 errors.append(e)
@@ -304,19 +311,19 @@ def test_cuda_tensors_in_place(client, daemon, weight):
     sc = torch.from_numpy(s).cuda()
     d = client.gemm(a, info, a_scales=sc, out_dtype="fp32")
     assert d.is_cuda and d.dtype == torch.float32 and tuple(d.shape) == (24, N)
-    np.testing.assert_array_equal(d.cpu().numpy(), want)
+    same(d.cpu().numpy(), want)
     out = torch.empty((24, N), dtype=torch.float32, device="cuda")
     assert client.gemm(a, info, a_scales=sc, out_dtype="fp32", out=out) is out
-    np.testing.assert_array_equal(out.cpu().numpy(), want)
+    same(out.cpu().numpy(), want)
     x = torch.randn(3, 5, K, device="cuda", dtype=torch.bfloat16)
     want_b = client.gemm(x.cpu(), info)
     got_b = client.gemm(x, info)
     assert got_b.is_cuda and tuple(got_b.shape) == (3, 5, N)
-    torch.testing.assert_close(got_b.cpu(), want_b, rtol=0, atol=0)
+    same(got_b.float().cpu().numpy(), want_b.float().numpy(), 1e-2)
     with gemmd.Client(daemon.address) as g:
         over_grpc = g.gemm(a, info, a_scales=sc, out_dtype="fp32")
         assert over_grpc.is_cuda
-        np.testing.assert_array_equal(over_grpc.cpu().numpy(), want)
+        same(over_grpc.cpu().numpy(), want)
     with pytest.raises(gemmd.GemmdError) as e:  # FP8 A with per-row scales: not on the GPU
         client.gemm(a, info, a_scales=torch.ones(24, device="cuda"), a_layout="row")
     assert e.value.code == StatusCode.INVALID_ARGUMENT
@@ -332,7 +339,7 @@ def test_cuda_allocations_beyond_the_cache(client, weight):
     wants = [client.gemm(x.cpu(), info) for x in xs]
     for _ in range(3):
         for x, want in zip(xs, wants):
-            torch.testing.assert_close(client.gemm(x, info).cpu(), want, rtol=0, atol=0)
+            same(client.gemm(x, info).float().cpu().numpy(), want.float().numpy(), 1e-2)
         for b in big:
             client.gemm(b[:2 * K * 2].view(torch.bfloat16).view(2, K), info)
     assert len(client._t._device_regions()) <= 16
