@@ -17,7 +17,7 @@ import numpy as np
 from ._grpc import GrpcTransport
 from ._arrays import Operand
 from ._types import DType, HealthStatus, WeightInfo
-from .errors import GemmdError, StatusCode
+from .errors import GemmdError, StatusCode, wait
 
 WeightRef = Union[str, int, WeightInfo]
 
@@ -116,6 +116,9 @@ class BalancedTransport:
         return self._first_answer(lambda t: t.weight(ref, timeout))
 
     # ---- GEMMs -------------------------------------------------------------------------------
+    def wait(self, fut: Future, timeout: Optional[float]) -> Any:
+        return wait(fut, timeout)
+
     def gemm_async(self, a: Operand, rhs: Union[WeightRef, Operand], out_dtype: DType,
                    timeout: Optional[float], out: Optional[np.ndarray]) -> Future:
         fut: Future = Future()

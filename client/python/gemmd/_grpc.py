@@ -13,7 +13,7 @@ import numpy as np
 from . import rpc
 from ._arrays import NP_DTYPE, Operand
 from ._types import DType, HealthStatus, RequestStats, ScaleLayout, WeightInfo
-from .errors import GemmdError, StatusCode
+from .errors import GemmdError, StatusCode, wait
 from .v1 import gemm_pb2 as pb
 
 CHUNK_BYTES = 4 << 20  # RegisterWeight: data per stream message
@@ -160,6 +160,9 @@ class GrpcTransport:
             if (w.name if isinstance(key, str) else w.weight_id) == key:
                 return w
         raise GemmdError(StatusCode.NOT_FOUND, "no weight %r is registered" % (key,))
+
+    def wait(self, fut: Future, timeout: Optional[float]) -> Any:
+        return wait(fut, timeout)
 
     def gemm_async(self, a: Operand, rhs: Union[WeightRef, Operand], out_dtype: DType,
                    timeout: Optional[float], out: Optional[np.ndarray]) -> Future:

@@ -218,10 +218,10 @@ class Client:
         Returns D shaped (..., N), numpy or torch as A was, a new array (see README: over
         shared memory D is copied out of the arena, whose block is then reused).
         """
-        fut = self.gemm_async(a, weight, out_dtype=out_dtype, a_scales=a_scales, a_layout=a_layout,
-                              b_scales=b_scales, b_layout=b_layout, out=out, timeout=timeout,
-                              return_stats=return_stats)
-        return wait(fut, self._timeout(timeout))
+        p = _Prepared(a, weight, out_dtype, a_scales, a_layout, b_scales, b_layout, out, return_stats,
+                      self._t.name == "shm")
+        inner = self._t.gemm_async(p.a, p.rhs, p.out_dtype, self._timeout(timeout), p.out2d)
+        return p.result(self._t.wait(inner, self._timeout(timeout)))
 
     def gemm_async(self, a: Any, weight: Any, *, out_dtype: Any = None, a_scales: Any = None,
                    a_layout: Any = None, b_scales: Any = None, b_layout: Any = None,
@@ -232,8 +232,9 @@ class Client:
         by gemmd. Argument errors are raised here, at once.
 
         Done-callbacks run on the client's completion thread (grpcio's, or the
-        shared-memory session's): they must not wait for another of this client's
-        results there."""
+        shared-memory session's, or over shared memory a thread of yours waiting in
+        gemm(), which takes answers itself for a short while): they must not wait for
+        another of this client's results there."""
         p = _Prepared(a, weight, out_dtype, a_scales, a_layout, b_scales, b_layout, out, return_stats,
                       self._t.name == "shm")
         return _chain(self._t.gemm_async(p.a, p.rhs, p.out_dtype, self._timeout(timeout), p.out2d), p.result)

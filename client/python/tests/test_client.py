@@ -5,6 +5,7 @@ variants, streams, and arena blocks that no request can invalidate."""
 
 import asyncio
 import threading
+import time
 
 import ml_dtypes
 import numpy as np
@@ -251,6 +252,70 @@ def test_async_and_threads(client):
         same(got, want)
     fut = client.gemm_async(inputs[0], "no-such-weight")
     assert isinstance(fut.exception(timeout=60), gemmd.GemmdError)
+    client.unregister_weight(info)
+
+
+def test_sync_callers_take_each_others_answers(client):
+    """8 threads of synchronous GEMMs beside asynchronous ones with done-callbacks, on one
+    client (over shared memory the completion ring then has more than one reader): every
+    answer right and every callback run once."""
+    rng = np.random.default_rng(17)
+    info = client.register_weight("sync-" + client.transport, rng.standard_normal((N, K)).astype(np.float32))
+    inputs = [rng.standard_normal((1 + i % 3, K)).astype(np.float32) for i in range(16)]
+    expect = [client.gemm(x, info, out_dtype="fp32") for x in inputs]
+    errors, called = [], []
+
+    def sync(t):
+        try:
+            for j in range(40):
+                i = (t + j) % len(inputs)
+                same(client.gemm(inputs[i], info, out_dtype="fp32"), expect[i])
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    def on_done(f, i=None):
+        called.append(i)
+        same(f.result(), expect[i])
+
+    threads = [threading.Thread(target=sync, args=(t,)) for t in range(8)]
+    for t in threads:
+        t.start()
+    futs = []
+    for i in range(len(inputs)):
+        f = client.gemm_async(inputs[i], info, out_dtype="fp32")
+        f.add_done_callback(lambda f, i=i: on_done(f, i))
+        futs.append(f)
+    for t in threads:
+        t.join()
+    for f in futs:
+        f.result(timeout=60)
+    assert not errors, errors[:3]
+    deadline = time.monotonic() + 10
+    while len(called) < len(inputs) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sorted(called) == list(range(len(inputs)))
+    client.unregister_weight(info)
+
+
+def test_one_thread_worker_takes_its_own_answers(client, monkeypatch):
+    """Over shared memory, a worker sending one request at a time from one thread reads the
+    completion ring itself (ShmTransport.wait) instead of waiting for the completion
+    thread: after 8 such calls, the answers are taken on the calling thread."""
+    if client.transport != "shm":
+        pytest.skip("shared memory only")
+    from gemmd import _shm_transport as T
+
+    monkeypatch.setattr(T, "SPIN_S", 0.05)  # long enough for a loaded test machine
+    info = client.register_weight("own-answers", np.ones((16, 16), np.float32))
+    mine, complete = [0], T.ShmTransport._complete
+
+    def counting(self, c):
+        mine[0] += threading.current_thread() is threading.main_thread()
+        return complete(self, c)
+    monkeypatch.setattr(T.ShmTransport, "_complete", counting)
+    for _ in range(100):
+        assert client.gemm(np.ones((1, 16), np.float32), info, out_dtype="fp32")[0, 0] == 16
+    assert mine[0] >= 80, mine[0]
     client.unregister_weight(info)
 
 
