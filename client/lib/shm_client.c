@@ -106,6 +106,13 @@ static void store_release(gemmd_shm_line_t *l, uint32_t v) {
   __atomic_store_n(&l->value, v, __ATOMIC_RELEASE);
 }
 
+/* Announces that this client is about to block: a sequentially consistent store (a full
+ * barrier), so that the re-check of cq_tail after it cannot read an old tail while gemmd
+ * reads an old client_waiting (docs/shm-protocol.md §3). */
+static void announce_waiting(gemmd_shm_client_t *s) {
+  __atomic_store_n(&s->hdr->client_waiting.value, 1, __ATOMIC_SEQ_CST);
+}
+
 /* ---- The arena allocator ------------------------------------------------------------ */
 
 static int arena_alloc(gemmd_shm_client_t *s, uint64_t bytes, uint64_t *off) {
@@ -271,7 +278,7 @@ static int wait_slot(gemmd_shm_client_t *s, uint32_t idx, uint64_t deadline_ns) 
       }
       /* Sleep until gemmd publishes: announce it, re-check, then block. */
       const uint32_t seq = __atomic_load_n(&s->hdr->cq_seq.value, __ATOMIC_ACQUIRE);
-      store_release(&s->hdr->client_waiting, 1);
+      announce_waiting(s);
       const int more = load_acquire(&s->hdr->cq_tail) != load_acquire(&s->hdr->cq_head);
       pthread_mutex_unlock(&s->cq_mu);
       if (!more) {
@@ -570,7 +577,7 @@ static void *async_main(void *arg) {
         if (pthread_mutex_trylock(&s->cq_mu) == 0) {
           if (drain_cq(s) == 0) {
             const uint32_t seq = __atomic_load_n(&s->hdr->cq_seq.value, __ATOMIC_ACQUIRE);
-            store_release(&s->hdr->client_waiting, 1);
+            announce_waiting(s);
             const int more = load_acquire(&s->hdr->cq_tail) != load_acquire(&s->hdr->cq_head);
             pthread_mutex_unlock(&s->cq_mu);
             if (!more) futex_wait((_Atomic uint32_t *)&s->hdr->cq_seq.value, seq, 2000000);

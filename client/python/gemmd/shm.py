@@ -27,6 +27,7 @@ import random
 import select
 import socket
 import struct
+import threading
 import time
 from typing import Optional, Sequence
 
@@ -66,6 +67,7 @@ CTL = struct.Struct("<IIQQII64s32x")              # 128 bytes, version 2 (sectio
 CTL_REPLY = struct.Struct("<IiQIIQ224s")          # 256 bytes
 VERSION_2 = 2
 CTL_REGION_OPEN, CTL_REGION_CLOSE = 1, 2
+_FENCE = threading.Lock()  # a full memory barrier where the protocol needs one
 CONTROL_TIMEOUT_S = 60.0  # gemmd opens a region off its loop; CUDA's can take a while
 REGION_FD, REGION_CUDA_IPC = 1, 2
 
@@ -346,6 +348,13 @@ class Connection:
         """Blocks until a completion is published, one of extra_fds is readable, or timeout
         passes; returns the readable extra fds."""
         self._set_u32(CLIENT_WAITING, 1)
+        # A full barrier between that store and the load of cq_tail below (taking a lock
+        # is a locked instruction). Without it the store can wait in the CPU's store
+        # buffer while the load reads an old tail, gemmd meanwhile publishes and reads
+        # client_waiting as 0, and neither side wakes the other: this wait would sleep
+        # until its timeout with an answer in the ring.
+        with _FENCE:
+            pass
         ready: list[int] = []
         if self._u32(CQ_TAIL) == self._u32(CQ_HEAD):
             ready, _, _ = select.select([self.cq_efd, *extra_fds], [], [], timeout)
