@@ -4,7 +4,9 @@ tools/bench/serving_worker.c) and the Python clients (client/python/gemmd_shm.py
 Clients py-dev and c-dev keep A, its scales and D in their own GPU memory (torch CUDA
 tensors; a cudaMalloc block) and name them as shared-memory regions (protocol version 2,
 docs/shm-protocol.md §7): no byte of a request crosses PCIe. c-mem does the same with a
-memfd region, which the CPU backend takes. Where torch with CUDA is present (the GPU machine), the
+memfd region, which the CPU backend takes. pkg-shm and pkg-dev are Python workers on the
+gemmd package (gemmd.Client over shm: a numpy Quantized A; an FP8 CUDA tensor A, named in
+place, with D back as a CUDA tensor). Where torch with CUDA is present (the GPU machine), the
 same work done two ways in the same run: one process sending one request at a time, and
 one process that already holds every worker's requests (one grouped GEMM, the same host
 copies); with --torch-device, the same two with the requests already on the GPU.
@@ -75,7 +77,27 @@ def py_worker(addr, m, k, ids, start_at, seconds):
     end_at = start_at + seconds
     lat, errors, first_error = [], 0, ""
     t = time.monotonic_ns()
-    if addr.startswith("unixdev://"):
+    if addr.startswith(("pkg://", "pkgdev://")):
+        # The gemmd package as a model worker would call it: a Quantized A (numpy), or an
+        # FP8 CUDA tensor with its 1x128 scales on the GPU (named where it lies; D comes
+        # back as a CUDA tensor).
+        import gemmd
+
+        c = gemmd.Client("unix://" + addr.split("://", 1)[1])
+        connect_ns = time.monotonic_ns() - t
+        import ml_dtypes
+
+        q = gemmd.Quantized(np.frombuffer(a_bytes, dtype=ml_dtypes.float8_e4m3fn).reshape(m, k),
+                            np.frombuffer(scales, dtype=np.float32).reshape(m, kb).copy(), gemmd.ScaleLayout.BLOCK_1X128)
+        if addr.startswith("pkgdev://"):
+            import torch
+
+            q = gemmd.Quantized(torch.from_numpy(q.data.view(np.uint8).copy()).view(torch.float8_e4m3fn).cuda(),
+                                torch.from_numpy(q.scales).cuda(), gemmd.ScaleLayout.BLOCK_1X128)
+
+        def call(wid):
+            return c.gemm(q, wid)
+    elif addr.startswith("unixdev://"):
         import gemmd_shm as shm
         import torch
 
@@ -251,10 +273,14 @@ def start_workers(g, kind, workers, shape, ids, start_at, seconds):
     """`workers` processes of client `kind`, each cycling through its share of ids."""
     m, n, k = shape
     lang, transport = kind.split("-")
-    addr = {"shm": "unix://", "dev": "unixdev://", "mem": "unixmem://"}.get(transport, "") + g.shm_socket \
-        if transport in ("shm", "dev", "mem") else g.address
+    prefixes = {"shm": "unix://", "dev": "unixdev://", "mem": "unixmem://"}
+    if lang == "pkg":
+        prefixes = {"shm": "pkg://", "dev": "pkgdev://"}
+    addr = prefixes[transport] + g.shm_socket if transport in prefixes else g.address
     if transport == "mem" and lang != "c":
         raise SystemExit("client %s: memfd regions are the C worker's (c-mem)" % kind)
+    if lang == "pkg" and transport not in prefixes:
+        raise SystemExit("client %s: the package's rows are pkg-shm and pkg-dev" % kind)
     per = max(1, len(ids) // workers)
     procs = []
     for w in range(workers):

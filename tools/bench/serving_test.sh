@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # serving.py on the CPU backend, small and short: every C client kind (the arena, a memfd
-# region, gRPC) and the Python shm client serve requests with no error.
+# region, gRPC), the Python shm client and the gemmd package serve requests with no error.
 set -euo pipefail
 out="${TEST_TMPDIR:-$(mktemp -d)}/serving.json"
 /usr/bin/python3 tools/bench/serving.py --backend cpu --workers 2 --weights 4 --seconds 0.5 \
-  --clients c-shm,c-mem,c-grpc,py-shm --json "$out"
+  --clients c-shm,c-mem,c-grpc,py-shm,pkg-shm --json "$out"
 /usr/bin/python3 - "$out" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))["rows"]
 kinds = {r["client"] for r in rows}
-assert kinds == {"c-shm", "c-mem", "c-grpc", "py-shm"}, kinds
+assert kinds == {"c-shm", "c-mem", "c-grpc", "py-shm", "pkg-shm"}, kinds
 for r in rows:
     assert r["errors"] == 0 and r["req_s"] > 0, r
 print("ok: %s" % ", ".join("%s %.0f req/s" % (r["client"], r["req_s"]) for r in rows))

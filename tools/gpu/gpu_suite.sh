@@ -117,7 +117,7 @@ if [[ " $parts " == *" serving "* ]]; then
   # Device-resident operands (issue 40; this build only): C workers with host arenas
   # against C workers whose A and D sit in their own cudaMalloc block (c-dev), the Python
   # workers' pair likewise (py-dev: torch CUDA tensors), and torch on the GPU.
-  serving "new-dev" "$PWD/.gpu/bin" $decode --workers 1,8,32,64 --clients c-shm,c-dev,py-dev --torch-device --torch
+  serving "new-dev" "$PWD/.gpu/bin" $decode --workers 1,8,32,64 --clients c-shm,c-dev,py-dev,pkg-shm,pkg-dev --torch-device --torch
   serving "new-dev-0.9MB" "$PWD/.gpu/bin" --backend cuda --shape 64x7168x2048 --seconds 2 --workers 32 \
     --clients c-shm,c-dev,py-dev
 fi
