@@ -77,6 +77,7 @@ struct gemmd_shm_client_s {
 
   pthread_mutex_t cq_mu;  /* one reader of the completion ring at a time */
   pthread_mutex_t ctl_mu; /* one control message and its reply on the socket at a time */
+  uint64_t ctl_tag;       /* the last control message's tag; under ctl_mu */
 
   /* The weights this client has used (WEIGHT_INFO answers), to size D. Under mu. */
   known_weight_t *known;
@@ -830,10 +831,12 @@ int gemmd_shm_unregister_weight(gemmd_shm_client_t *s, uint64_t weight_id, const
 /* gemmd opens a region off its loop; a CUDA IPC handle can take a while to open. */
 enum { CONTROL_TIMEOUT_MS = 60000 };
 
-/* Sends one control message (with fd attached when fd >= 0) and reads its reply. */
-static int control(gemmd_shm_client_t *s, const gemmd_shm_ctl_t *m, int fd,
-                   gemmd_shm_ctl_reply_t *reply, gemmd_status_t *status) {
-  struct iovec iov = {(void *)m, sizeof *m};
+/* Sends one control message (with fd attached when fd >= 0) and reads its reply. Each
+ * message carries a tag of its own, and a reply with another tag (to a message whose wait
+ * timed out) is dropped, so that it never answers a later one. */
+static int control(gemmd_shm_client_t *s, gemmd_shm_ctl_t *m, int fd, gemmd_shm_ctl_reply_t *reply,
+                   gemmd_status_t *status) {
+  struct iovec iov = {m, sizeof *m};
   struct msghdr mh = {0};
   mh.msg_iov = &iov;
   mh.msg_iovlen = 1;
@@ -852,25 +855,32 @@ static int control(gemmd_shm_client_t *s, const gemmd_shm_ctl_t *m, int fd,
     memcpy(CMSG_DATA(cm), &fd, sizeof fd);
   }
   pthread_mutex_lock(&s->ctl_mu);
+  m->tag = ++s->ctl_tag;
   int rc = 0;
   if (sendmsg(s->sock, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof *m) {
     rc = gemmd_status_set(status, GEMMD_STATUS_UNAVAILABLE, "gemmd closed the session: %s",
                           strerror(errno));
-  } else {
+  }
+  const uint64_t deadline = now_ns() + (uint64_t)CONTROL_TIMEOUT_MS * 1000000u;
+  while (rc == 0) {
+    const uint64_t now = now_ns();
     struct pollfd p = {s->sock, POLLIN, 0};
-    int ready;
-    while ((ready = poll(&p, 1, CONTROL_TIMEOUT_MS)) < 0 && errno == EINTR) {
-    }
-    const ssize_t got = ready > 0 ? recv(s->sock, reply, sizeof *reply, 0) : -1;
-    if (ready == 0) {
+    const int ready = now < deadline ? poll(&p, 1, (int)((deadline - now) / 1000000u) + 1) : 0;
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) {
       rc = gemmd_status_set(status, GEMMD_STATUS_DEADLINE_EXCEEDED,
                             "gemmd did not answer a control message in %d s",
                             CONTROL_TIMEOUT_MS / 1000);
-    } else if (got != (ssize_t)sizeof *reply) {
+    } else if (recv(s->sock, reply, sizeof *reply, 0) != (ssize_t)sizeof *reply) {
       rc = gemmd_status_set(status, GEMMD_STATUS_UNAVAILABLE, "gemmd closed the session");
+    } else if (reply->tag != m->tag) {
+      continue; /* an earlier message's late reply */
     } else if (reply->status != 0) {
       reply->message[sizeof reply->message - 1] = '\0';
       rc = gemmd_status_set(status, reply->status, "%s", reply->message);
+      break;
+    } else {
+      break;
     }
   }
   pthread_mutex_unlock(&s->ctl_mu);

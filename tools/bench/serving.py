@@ -105,13 +105,15 @@ def py_worker(addr, m, k, ids, start_at, seconds):
         connect_ns = time.monotonic_ns() - t
         n = c.weight_info(ids[0])[1]
 
+        from gemmd import _cuda
+
         def region(data):
-            """bytes → a CUDA tensor, opened as a region: (tensor, region id, offset in it)."""
+            """bytes → a CUDA tensor, its allocation opened as a region (as the gemmd package
+            does): (tensor, region id, offset in it)."""
             t = torch.frombuffer(bytearray(data), dtype=torch.uint8).cuda()
-            info = t.untyped_storage()._share_cuda_()
-            rid = c.control(shm.CTL_REGION_OPEN, shm.REGION_CUDA_IPC, info[2] + info[3],
-                            handle=bytes(info[1]).ljust(64, b"\0"))[1]
-            return t, rid, info[3] + t.storage_offset()
+            alloc = _cuda.allocation(t.data_ptr())
+            rid = c.open_region_ipc(_cuda.ipc_handle(alloc.base), alloc.size)
+            return t, rid, t.data_ptr() - alloc.base
         ta, ra, oa = region(a_bytes)
         ts, rs, os_ = region(scales)
         td, rd, od = region(bytes(m * n * 2))

@@ -154,11 +154,5 @@ class DeviceRegions:
         with self._lock:
             r.users -= 1
 
-    def close_all(self) -> None:
-        with self._lock:
-            opened, self._open = list(self._open.values()), collections.OrderedDict()
-        for r in opened:
-            self._close(r.region_id)
-
     def __len__(self) -> int:
         return len(self._open)

@@ -199,8 +199,8 @@ class ShmTransport:
         of µs, and taking it on this thread saves the hand-off from the completion thread
         (two thread wake-ups). Otherwise, or while answers take over twice SPIN_S on
         average, it waits at once: a spinning thread holds the interpreter, and the
-        process's other threads would wait for it (4 threads of synchronous GEMMs made 7.5k
-        req/s spinning every time, 13k not; docs/bench/shm_cpu.md)."""
+        process's other threads would wait for it (4 threads of synchronous GEMMs made
+        7.3-7.8k req/s spinning every time, 10.6-13.1k not; docs/bench/shm_cpu.md)."""
         start = time.perf_counter()
         me = threading.get_ident()
         with self._lock:

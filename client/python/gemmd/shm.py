@@ -67,9 +67,9 @@ CTL = struct.Struct("<IIQQII64s32x")              # 128 bytes, version 2 (sectio
 CTL_REPLY = struct.Struct("<IiQIIQ224s")          # 256 bytes
 VERSION_2 = 2
 CTL_REGION_OPEN, CTL_REGION_CLOSE = 1, 2
-_FENCE = threading.Lock()  # a full memory barrier where the protocol needs one
-CONTROL_TIMEOUT_S = 60.0  # gemmd opens a region off its loop; CUDA's can take a while
 REGION_FD, REGION_CUDA_IPC = 1, 2
+CONTROL_TIMEOUT_S = 60.0  # gemmd opens a region off its loop; CUDA's can take a while
+_FENCE = threading.Lock()  # a full memory barrier where the protocol needs one
 
 ShmError = GemmdError  # the name this module's first version used
 
@@ -201,6 +201,7 @@ class Connection:
     def __init__(self, path: str, arena_bytes: int = 0, entries: int = 0,
                  connect_timeout: float = CONNECT_RETRY_S, version: int = VERSION):
         self.version = version
+        self._ctl_tag = 0  # the last control message's tag (control)
         # Many workers starting at once can pass gemmd's bound on handshakes in progress:
         # such a connection is turned away as UNAVAILABLE (or closed before its WELCOME)
         # and tried again after a jittered backoff, until connect_timeout.
@@ -269,11 +270,14 @@ class Connection:
 
     # ---- regions (version 2, section 7) ------------------------------------------------
     def control(self, op: int, kind: int = 0, nbytes: int = 0, region_id: int = 0,
-                handle: bytes = b"", fd: Optional[int] = None, tag: int = 0,
+                handle: bytes = b"", fd: Optional[int] = None,
                 timeout: float = CONTROL_TIMEOUT_S) -> tuple[int, int]:
         """Sends one control message (with `fd` attached) and reads its reply: (status code,
-        region id); raises GemmdError for a refusal, DEADLINE_EXCEEDED past timeout."""
-        raw = CTL.pack(op, kind, nbytes, tag, region_id, 0, handle)
+        region id); raises GemmdError for a refusal, DEADLINE_EXCEEDED past timeout. Each
+        message carries a tag of its own, and a reply with another tag (to a message whose
+        wait timed out) is dropped, so that it never answers a later one."""
+        self._ctl_tag += 1
+        raw = CTL.pack(op, kind, nbytes, self._ctl_tag, region_id, 0, handle)
         try:
             if fd is None:
                 self.sock.send(raw)
@@ -281,13 +285,18 @@ class Connection:
                 socket.send_fds(self.sock, [raw], [fd])
         except OSError as e:
             raise GemmdError(StatusCode.UNAVAILABLE, "gemmd closed the connection: %s" % e) from e
-        if not select.select([self.sock], [], [], timeout)[0]:
-            raise GemmdError(StatusCode.DEADLINE_EXCEEDED,
-                             "gemmd did not answer a control message in %.0f s" % timeout)
-        reply = self.sock.recv(CTL_REPLY.size)
-        if len(reply) != CTL_REPLY.size:
-            raise GemmdError(StatusCode.UNAVAILABLE, "gemmd closed the connection")
-        _op, status, _tag, rid, _r, _bytes, text = CTL_REPLY.unpack(reply)
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.sock], [], [], left)[0]:
+                raise GemmdError(StatusCode.DEADLINE_EXCEEDED,
+                                 "gemmd did not answer a control message in %.0f s" % timeout)
+            reply = self.sock.recv(CTL_REPLY.size)
+            if len(reply) != CTL_REPLY.size:
+                raise GemmdError(StatusCode.UNAVAILABLE, "gemmd closed the connection")
+            _op, status, tag, rid, _r, _bytes, text = CTL_REPLY.unpack(reply)
+            if tag == self._ctl_tag:
+                break
         if status != 0:
             raise GemmdError(status, text.split(b"\0", 1)[0].decode())
         return status, rid

@@ -285,8 +285,11 @@ def test_device_region_cache_with_a_fake_driver():
     assert r4.region_id == 4 and closed == [1, 2]
     cache.release(r3)
     cache.release(r4)
-    cache.close_all()
-    assert sorted(closed) == [1, 2, 3, 4] and len(cache) == 0
+    allocs[0xc000] = _Alloc(0xc000, 0x1000, 5)
+    allocs[0xe000] = _Alloc(0xe000, 0x1000, 6)
+    cache.acquire(0xc000, 8)
+    cache.acquire(0xe000, 8)  # released regions are idle again: both make room
+    assert closed == [1, 2, 3, 4] and len(cache) == 2
 
 
 # ---- CUDA tensors (gemmd's CUDA backend, on the GPU machine) -----------------------------
