@@ -43,6 +43,7 @@
 #include "gemmd/shm_v1.h"
 #include "kernels/cublaslt_gemm.h"
 #include "kernels/errors.h"
+#include "kernels/gpu_copy.h"
 #include "kernels/gpu_gemm.h"
 #include "kernels/gpu_quantize.h"
 
@@ -91,6 +92,9 @@ typedef struct {
   gemmd_batch_t *batch;
   gemmd_batch_header_t hdr;
   int busy;
+  /* the batch's copies to and from clients' device memory (gemmd_gpu_copy_many) */
+  gemmd_gpu_copy_t *copies;
+  uint32_t copies_cap;
 } slot_t;
 
 /* A batch handed from the staging thread to the completion thread. */
@@ -622,32 +626,52 @@ static int stage(const cuda_engine_t *e, slot_t *s, gemmd_batch_t *b, const layo
 
 static int fault_kernel_launch(cudaStream_t stream);
 
+/* Room in the slot's copy list for n copies. */
+static cudaError_t copies_room(slot_t *s, uint32_t n) {
+  if (n <= s->copies_cap) return cudaSuccess;
+  gemmd_gpu_copy_t *p = realloc(s->copies, (size_t)n * sizeof *p);
+  if (p == NULL) return cudaErrorMemoryAllocation;
+  s->copies = p;
+  s->copies_cap = n;
+  return cudaSuccess;
+}
+
+static gemmd_gpu_copy_t dev_copy(const void *src, void *dst, uint32_t rows, uint32_t row_bytes, uint32_t src_pitch,
+                                 uint32_t dst_pitch) {
+  return (gemmd_gpu_copy_t){(uint64_t)(uintptr_t)src, (uint64_t)(uintptr_t)dst, rows, row_bytes, src_pitch, dst_pitch};
+}
+
+/* Appends a flat copy of `bytes` to the slot's list: whole MiB as rows of one, the rest
+ * after (a copy's row is 32 bits); at most two entries. */
+static void add_flat_copy(slot_t *s, uint32_t *n, const uint8_t *src, uint8_t *dst, uint64_t bytes) {
+  const uint64_t mib = 1u << 20, rows = bytes / mib, rest = bytes % mib;
+  if (rows > 0) s->copies[(*n)++] = dev_copy(src, dst, (uint32_t)rows, (uint32_t)mib, (uint32_t)mib, (uint32_t)mib);
+  if (rest > 0) s->copies[(*n)++] = dev_copy(src + rows * mib, dst + rows * mib, 1, (uint32_t)rest, 0, 0);
+}
+
 /* A in the client's device memory (a_device): its rows into the A arena, over the zeroed
  * rows the staged copy brought (the padding past k stays 0), and its scales, or its raw
  * rows into the raw arena for the quantizer, where stage's quantization job (one per raw
- * A, in request order) says. After the staged upload, on the same stream. */
+ * A, in request order) says. After the staged upload, on the same stream, in one launch
+ * for the whole batch. */
 static cudaError_t device_a_copies(slot_t *s, const layout_t *L, const gemmd_batch_t *b) {
   const gemmd_quant_job_t *jobs = quant_jobs(s, L, b);
-  cudaError_t err = cudaSuccess;
-  uint32_t j = 0;
+  cudaError_t err = copies_room(s, 3 * b->n_requests);
+  uint32_t j = 0, n = 0;
   for (uint32_t i = 0; i < b->n_requests && !err; i++) {
     const gemmd_request_t *r = b->requests[i];
     const gemmd_quant_job_t *q = r->a_raw != NULL ? &jobs[j++] : NULL;
     if (r->a_device && q != NULL) {
-      err = cudaMemcpyAsync(s->dev + L->h.raw_arena + q->src_offset, r->a_raw,
-                            (size_t)r->m * r->k * gemmd_dtype_size(r->a_raw_dtype), cudaMemcpyDeviceToDevice,
-                            s->stream);
+      add_flat_copy(s, &n, (const uint8_t *)r->a_raw, s->dev + L->h.raw_arena + q->src_offset,
+                    (uint64_t)r->m * r->k * gemmd_dtype_size(r->a_raw_dtype));
     } else if (r->a_device) {
       const uint32_t lda = b->table[r->group].lda;
-      err = cudaMemcpy2DAsync(s->dev + L->h.a_arena + r->a_offset, lda, r->a, r->k, r->k, r->m,
-                              cudaMemcpyDeviceToDevice, s->stream);
-      if (!err) {
-        err = cudaMemcpyAsync((float *)(void *)(s->dev + L->h.sa_arena) + r->sa_offset, r->a_scales,
-                              sizeof(float) * (size_t)gemmd_group_sa_count(r->m, r->k),
-                              cudaMemcpyDeviceToDevice, s->stream);
-      }
+      s->copies[n++] = dev_copy(r->a, s->dev + L->h.a_arena + r->a_offset, r->m, r->k, r->k, lda);
+      uint8_t *sa = s->dev + L->h.sa_arena + sizeof(float) * (uint64_t)r->sa_offset;
+      add_flat_copy(s, &n, (const uint8_t *)r->a_scales, sa, sizeof(float) * (uint64_t)gemmd_group_sa_count(r->m, r->k));
     }
   }
+  if (!err && n > 0 && gemmd_gpu_copy_many(s->copies, n, s->stream) != GEMMD_OK) err = cudaErrorLaunchFailure;
   return err;
 }
 
@@ -830,14 +854,18 @@ static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_
    * piece; into a region of the client's device memory, a device copy. An arena that is
    * not pinned gets its result from the pinned buffer, copied by a finishing thread
    * (answer_batch). */
+  uint32_t n_dev = 0;
+  if (!err) err = copies_room(s, 2 * b->n_requests);
   for (uint32_t i = 0; i < b->n_requests && !err; i++) {
     const gemmd_request_t *r = b->requests[i];
     if (r->d_device) {
-      err = cudaMemcpyAsync(r->d_dest, s->dev + L->h.d_arena + r->d_offset, r->d_bytes, cudaMemcpyDeviceToDevice,
-                            s->stream);
+      add_flat_copy(s, &n_dev, s->dev + L->h.d_arena + r->d_offset, r->d_dest, r->d_bytes);
     } else if (r->d_dest != NULL && r->d_dest_pinned) {
       err = host_dma(s->dev + L->h.d_arena + r->d_offset, r->d_dest, r->d_bytes, cudaMemcpyDeviceToHost, s->stream);
     }
+  }
+  if (!err && n_dev > 0 && gemmd_gpu_copy_many(s->copies, n_dev, s->stream) != GEMMD_OK) {
+    err = cudaErrorLaunchFailure;
   }
   if (!err) err = cudaEventRecord(s->stop, s->stream);
   e->batches++;
@@ -1158,6 +1186,7 @@ static void cuda_close(gemmd_engine_t *base) {
       cudaFree(s->dev);
       cudaFree(s->ws);
       cudaFreeHost(s->host);
+      free(s->copies);
       cudaEventDestroy(s->start);
       cudaEventDestroy(s->stop);
       cudaEventDestroy(s->gemm_start);

@@ -19,6 +19,7 @@ import harness as H
 
 sys.path.insert(0, os.path.dirname(H.repo_path("client/python/gemmd_shm.py")))
 import gemmd_shm as S  # noqa: E402
+from gemmd import _cuda  # noqa: E402
 
 try:
     import torch
@@ -28,11 +29,12 @@ except ImportError:
 
 
 def on_device(data):
-    """bytes → a CUDA uint8 tensor, and (handle, region bytes, offset of the tensor in it)."""
+    """bytes → a CUDA uint8 tensor, and (handle, region bytes, offset of the tensor in it).
+    The handle is the driver's (cuIpcGetMemHandle of the allocation's start), as the gemmd
+    package takes it: torch's _share_cuda_ puts its own header before the handle."""
     t = torch.frombuffer(bytearray(data), dtype=torch.uint8).cuda()
-    info = t.untyped_storage()._share_cuda_()
-    handle, size, offset = info[1], info[2], info[3]
-    return t, handle, offset + size, offset + t.storage_offset()
+    alloc = _cuda.allocation(t.data_ptr())
+    return t, _cuda.ipc_handle(alloc.base), alloc.size, t.data_ptr() - alloc.base
 
 
 def open_ipc(c, handle, nbytes):
@@ -122,11 +124,11 @@ class DeviceRegions(unittest.TestCase):
 
     def test_client_dies_with_regions_open(self):
         script = (
-            "import sys, torch; sys.path.insert(0, %r); import gemmd_shm as S\n"
+            "import sys, torch; sys.path.insert(0, %r); import gemmd_shm as S; from gemmd import _cuda\n"
             "c = S.Client(%r, version=2)\n"
             "t = torch.zeros(1 << 20, dtype=torch.uint8, device='cuda')\n"
-            "i = t.untyped_storage()._share_cuda_()\n"
-            "print(c.control(S.CTL_REGION_OPEN, S.REGION_CUDA_IPC, i[2] + i[3], handle=bytes(i[1]).ljust(64, b'\\0'))[1])\n"
+            "a = _cuda.allocation(t.data_ptr())\n"
+            "print(c.control(S.CTL_REGION_OPEN, S.REGION_CUDA_IPC, a.size, handle=_cuda.ipc_handle(a.base))[1])\n"
             "import os; os._exit(0)\n") % (os.path.dirname(H.repo_path("client/python/gemmd_shm.py")), self.d.shm_socket)
         out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
         self.assertEqual(out.returncode, 0, out.stderr)

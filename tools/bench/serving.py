@@ -20,18 +20,21 @@ Each row: req/s, weight GB/s (the weight bytes the requests name, per second), r
 p50/p99, HELLO/connect p50/p99, requests per batch, and per batch the stages of
 gemmd_batch_stage_seconds_total (µs) and the GEMM kernels' share
 (gemmd_batch_gemm_seconds_total), all taken from /metrics at the window's two ends.
-Every worker connects and warms up before the window; the window is the same for all.
-Binaries come from $GEMMD_BIN_DIR (the GPU bundle) or bazel-bin/.
+Every worker connects and warms up before the window, which starts only when all of them
+have said they are ready (a torch worker takes seconds to start); the window is the same for
+all. Binaries come from $GEMMD_BIN_DIR (the GPU bundle) or bazel-bin/.
 
     python3 tools/bench/serving.py worker ADDRESS M K IDS START_AT SECONDS
 
-is the Python worker (the C one takes the same arguments).
+is the Python worker (the C one takes the same arguments); START_AT "-" means: print
+"ready" once warm and read START_AT from stdin.
 """
 
 import argparse
 import json
 import os
 import re
+import select
 import subprocess
 import sys
 import time
@@ -67,6 +70,9 @@ def e4m3_random(rng, n):
     return (rng.integers(0, 0x70, n, dtype=np.uint8) | (rng.integers(0, 2, n, dtype=np.uint8) << 7))
 
 
+WARM_CALLS = 3  # answered requests before a worker says it is ready (D sized, regions open)
+
+
 def py_worker(addr, m, k, ids, start_at, seconds):
     import numpy as np
 
@@ -74,7 +80,7 @@ def py_worker(addr, m, k, ids, start_at, seconds):
     a_bytes = e4m3_random(rng, m * k).tobytes()
     kb = (k + 127) // 128
     scales = np.full(m * kb, 1.0 / 64, dtype=np.float32).tobytes()
-    end_at = start_at + seconds
+    end_at = float("inf") if start_at is None else start_at + seconds
     lat, errors, first_error = [], 0, ""
     t = time.monotonic_ns()
     if addr.startswith(("pkg://", "pkgdev://")):
@@ -161,21 +167,26 @@ def py_worker(addr, m, k, ids, start_at, seconds):
 
         def call(wid):
             return stub.Gemm(pb.GemmRequest(weight_id=wid, a=a, out_dtype=pb.DTYPE_BF16)).d.data
-    i = 0
+    i, answered, warm_until = 0, 0, time.time() + 120
     while True:
         now = time.time()
-        if now >= end_at:
+        if now >= end_at or (start_at is None and answered < WARM_CALLS and now >= warm_until):
             break
         t0 = time.monotonic_ns()
         try:
             call(ids[i % len(ids)])
         except Exception as e:  # noqa: BLE001 - counted and reported, the worker goes on
-            errors += now >= start_at
+            errors += start_at is not None and now >= start_at
             first_error = first_error or str(e)[:300]
             continue
         finally:
             i += 1
-        if now >= start_at:
+        answered += 1
+        if start_at is None and answered == WARM_CALLS:  # warm: the window's start comes on stdin
+            print("ready", flush=True)
+            start_at = float(sys.stdin.readline())
+            end_at = start_at + seconds
+        if start_at is not None and now >= start_at:
             lat.append(time.monotonic_ns() - t0)
     print(json.dumps({"connect_ns": connect_ns, "requests": len(lat), "errors": errors,
                       "first_error": first_error, "lat_ns": lat}))
@@ -271,8 +282,9 @@ def churn_clients(sock, n, until, hello_ms, errors):
     return threads
 
 
-def start_workers(g, kind, workers, shape, ids, start_at, seconds):
-    """`workers` processes of client `kind`, each cycling through its share of ids."""
+def start_workers(g, kind, workers, shape, ids, seconds):
+    """`workers` processes of client `kind`, each cycling through its share of ids. Each
+    warms up, prints "ready" and waits for the window's start on its stdin (start_window)."""
     m, n, k = shape
     lang, transport = kind.split("-")
     prefixes = {"shm": "unix://", "dev": "unixdev://", "mem": "unixmem://"}
@@ -287,11 +299,40 @@ def start_workers(g, kind, workers, shape, ids, start_at, seconds):
     procs = []
     for w in range(workers):
         mine = [ids[(w * per + j) % len(ids)] for j in range(per)]
-        args = [addr, str(m), str(k), ",".join(map(str, mine)), "%.6f" % start_at, str(seconds)]
+        args = [addr, str(m), str(k), ",".join(map(str, mine)), "-", str(seconds)]
         cmd = [binary("serving_worker")] + args if lang == "c" else \
             [sys.executable, os.path.abspath(__file__), "worker"] + args
-        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        procs.append(subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True))
     return procs
+
+
+def start_window(procs, timeout=180.0):
+    """Waits until every worker is warm (its "ready" line; a worker that exits or says
+    anything else instead is left out and its output kept for collect), then gives them
+    all one start, a little ahead. Returns the start (time.time() seconds)."""
+    deadline, waiting, early = time.time() + timeout, {p.stdout.fileno(): p for p in procs}, {}
+    while waiting and time.time() < deadline:
+        ready, _, _ = select.select(list(waiting), [], [], max(0.0, deadline - time.time()))
+        for fd in ready:
+            p = waiting.pop(fd)
+            line = p.stdout.readline()
+            if line.strip() != "ready":
+                early[p] = line
+    start_at = time.time() + 0.2
+    for p in procs:
+        if p.stdout.fileno() in waiting or p in early:
+            continue
+        try:
+            p.stdin.write("%.6f\n" % start_at)
+            p.stdin.flush()
+        except BrokenPipeError:
+            pass
+    for p in waiting.values():  # never warm: stopped, counted as failed in collect
+        p.kill()
+    for p, line in early.items():
+        p.early_output = line
+    return start_at
 
 
 def collect(procs):
@@ -299,6 +340,7 @@ def collect(procs):
     lat, connect, errors, first_error, requests = [], [], 0, "", 0
     for p in procs:
         out, err = p.communicate(timeout=120)
+        out = getattr(p, "early_output", "") + out
         if p.returncode != 0 or not out.strip():
             errors += 1
             first_error = first_error or ("worker exit %s: %s" % (p.returncode, err.strip()[-300:]))
@@ -354,9 +396,8 @@ def run_groups(g, groups, seconds, churn=0):
     deadline = time.time() + 15
     while metrics(g.metrics_port).get("gemmd_shm_clients", 0) > 0 and time.time() < deadline:
         time.sleep(0.05)
-    connect_budget = 3.0 + 0.15 * sum(w for _, w, _, _ in groups)
-    start_at = time.time() + connect_budget
-    procs = [start_workers(g, kind, w, shape, ids, start_at, seconds) for kind, w, shape, ids in groups]
+    procs = [start_workers(g, kind, w, shape, ids, seconds) for kind, w, shape, ids in groups]
+    start_at = start_window([p for ps in procs for p in ps])
     time.sleep(max(0.0, start_at - time.time()))
     hello_ms, churn_errors = [], []
     churners = churn_clients(g.shm_socket, churn, start_at + seconds, hello_ms, churn_errors) if churn else []
@@ -569,7 +610,8 @@ def fmt_table(rows):
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "worker":
         a = sys.argv[2:]
-        py_worker(a[0], int(a[1]), int(a[2]), [int(x) for x in a[3].split(",")], float(a[4]), float(a[5]))
+        py_worker(a[0], int(a[1]), int(a[2]), [int(x) for x in a[3].split(",")], None if a[4] == "-" else float(a[4]),
+                  float(a[5]))
         return 0
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--backend", default="cpu")

@@ -6,7 +6,10 @@
  * connects, builds one E4M3 A (M×K, 1×128 scales; in the arena over shared memory, with
  * D there too), then sends one synchronous GEMM at a time, cycling through its
  * comma-separated WEIGHT_IDS, until START_AT + SECONDS (CLOCK_REALTIME seconds).
- * Requests sent before START_AT warm up and are not counted. It prints one JSON line:
+ * Requests sent before START_AT warm up and are not counted. START_AT "-" is a start given
+ * later: once WARM_CALLS requests have been answered (D sized, regions open), the worker
+ * prints "ready" and reads START_AT from its stdin, so that a window begins only when
+ * every worker is warm, however long they took to start. At the end it prints one JSON line:
  *   {"connect_ns": N, "requests": N, "errors": N, "first_error": "...", "lat_ns": [...]}
  * with the round-trip time of every counted request.
  *
@@ -29,7 +32,7 @@
 
 #include "client/lib/gemmclient.h"
 
-enum { MAX_WEIGHTS = 1024 };
+enum { MAX_WEIGHTS = 1024, WARM_CALLS = 3 };
 
 static uint64_t mono_ns(void) {
   struct timespec ts;
@@ -153,7 +156,8 @@ int main(int argc, char **argv) {
   const uint32_t m = (uint32_t)strtoul(argv[2], NULL, 10), k = (uint32_t)strtoul(argv[3], NULL, 10);
   static uint64_t ids[MAX_WEIGHTS];
   const int n_ids = parse_ids(argv[4], ids);
-  const double start_at = strtod(argv[5], NULL), end_at = start_at + strtod(argv[6], NULL);
+  const int start_later = strcmp(argv[5], "-") == 0;
+  double start_at = start_later ? 1e300 : strtod(argv[5], NULL), end_at = start_at + strtod(argv[6], NULL);
   if (m == 0 || k == 0 || n_ids == 0) {
     fprintf(stderr, "serving_worker: M, K and at least one weight id are needed\n");
     return 2;
@@ -191,11 +195,12 @@ int main(int argc, char **argv) {
 
   size_t cap = 1 << 16, n_lat = 0;
   uint64_t *lat = malloc(cap * sizeof *lat);
-  uint64_t requests = 0, errors = 0, id = 0;
+  uint64_t requests = 0, errors = 0, id = 0, answered = 0;
   char first_error[600] = "";
+  const double warm_until = wall_s() + 120; /* a worker that cannot warm up gives up */
   for (int i = 0;; i = (i + 1) % n_ids) {
     const double now = wall_s();
-    if (now >= end_at) break;
+    if (now >= end_at || (start_later && answered < WARM_CALLS && now >= warm_until)) break;
     call.weight_id = ids[i];
     call.request_id = ++id;
     if (call.d_region.region == 0) call.d_out = d;
@@ -218,6 +223,15 @@ int main(int argc, char **argv) {
       }
     }
     gemmd_gemm_result_free(&r);
+    if (start_later && ++answered == WARM_CALLS) { /* warm: the window's start comes on stdin */
+      printf("ready\n");
+      fflush(stdout);
+      if (scanf("%lf", &start_at) != 1) {
+        fprintf(stderr, "serving_worker: no START_AT on stdin\n");
+        return 1;
+      }
+      end_at = start_at + strtod(argv[6], NULL);
+    }
     if (now < start_at) continue;
     requests++;
     if (n_lat == cap) {

@@ -1,0 +1,70 @@
+// gemmd_gpu_copy_many (gpu_copy.h): one launch per GEMMD_GPU_COPIES_PER_LAUNCH copies, the
+// copies by value in the kernel's parameters (under the 4 KB that every launch may carry),
+// so a captured or a plain launch needs no upload of its list. Block (x, y) copies a share
+// of copy y: 16 bytes a thread where both sides and the pitches allow, else byte by byte.
+#include <cuda_runtime.h>
+
+#include "kernels/errors.h"
+#include "kernels/gpu_copy.h"
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr uint32_t kMaxBlocksPerCopy = 128;
+
+struct CopyList {
+  gemmd_gpu_copy_t c[GEMMD_GPU_COPIES_PER_LAUNCH];
+};
+static_assert(sizeof(CopyList) <= 4000, "a launch's parameters stay under 4 KB");
+
+__global__ void __launch_bounds__(kThreads) copy_many(const CopyList list) {
+  const gemmd_gpu_copy_t &c = list.c[blockIdx.y];
+  const uint8_t *src = reinterpret_cast<const uint8_t *>(c.src);
+  uint8_t *dst = reinterpret_cast<uint8_t *>(c.dst);
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * kThreads;
+  const uint64_t first = static_cast<uint64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  const bool wide = ((c.src | c.dst | c.row_bytes | c.src_pitch | c.dst_pitch) & 15) == 0;
+  if (wide) {
+    const uint32_t per_row = c.row_bytes / 16;
+    const uint64_t total = static_cast<uint64_t>(c.rows) * per_row;
+    for (uint64_t i = first; i < total; i += stride) {
+      const uint64_t r = i / per_row, v = i % per_row;
+      *reinterpret_cast<uint4 *>(dst + r * c.dst_pitch + v * 16) =
+          *reinterpret_cast<const uint4 *>(src + r * c.src_pitch + v * 16);
+    }
+  } else {
+    const uint64_t total = static_cast<uint64_t>(c.rows) * c.row_bytes;
+    for (uint64_t i = first; i < total; i += stride) {
+      const uint64_t r = i / c.row_bytes, b = i % c.row_bytes;
+      dst[r * c.dst_pitch + b] = src[r * c.src_pitch + b];
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" int gemmd_gpu_copy_many(const gemmd_gpu_copy_t *copies, uint32_t n, cudaStream_t stream) {
+  if (n > 0 && copies == nullptr) return GEMMD_EINVAL;
+  for (uint32_t i = 0; i < n; i++) {
+    const gemmd_gpu_copy_t &c = copies[i];
+    if (c.rows > 1 && (c.src_pitch < c.row_bytes || c.dst_pitch < c.row_bytes)) return GEMMD_EINVAL;
+    if (c.rows > 0 && c.row_bytes > 0 && (c.src == 0 || c.dst == 0)) return GEMMD_EINVAL;
+  }
+  for (uint32_t at = 0; at < n; at += GEMMD_GPU_COPIES_PER_LAUNCH) {
+    const uint32_t count = n - at < GEMMD_GPU_COPIES_PER_LAUNCH ? n - at : GEMMD_GPU_COPIES_PER_LAUNCH;
+    CopyList list;
+    uint64_t largest = 0;
+    for (uint32_t i = 0; i < count; i++) {
+      list.c[i] = copies[at + i];
+      const uint64_t bytes = static_cast<uint64_t>(list.c[i].rows) * list.c[i].row_bytes;
+      largest = bytes > largest ? bytes : largest;
+    }
+    // Enough blocks that the largest copy's threads move about 64 bytes each (16 per
+    // iteration, 4 iterations), at most kMaxBlocksPerCopy.
+    uint64_t blocks = (largest + kThreads * 64 - 1) / (kThreads * 64);
+    blocks = blocks < 1 ? 1 : blocks > kMaxBlocksPerCopy ? kMaxBlocksPerCopy : blocks;
+    copy_many<<<dim3(static_cast<uint32_t>(blocks), count), kThreads, 0, stream>>>(list);
+    if (cudaGetLastError() != cudaSuccess) return GEMMD_EDEVICE;
+  }
+  return GEMMD_OK;
+}

@@ -1,0 +1,37 @@
+/* Many small device-to-device copies in one launch: the rows of a batch's operands that lie
+ * in clients' device memory (A, its scales) gathered into the batch buffer before the GEMM,
+ * and its results scattered back to them after. One cudaMemcpyAsync each would cost a
+ * stream operation of a few µs per copy; a batch of 64 requests has up to 192 of them.
+ *
+ * Pointers are device memory (of this context, or opened into it by CUDA IPC); work is
+ * queued on `stream` and nothing waits for it. Copies must not overlap each other's
+ * destinations. Returns 0, GEMMD_EINVAL (a null list, a pitch below the row) or
+ * GEMMD_EDEVICE (the launch failed). Never throws, never exits. */
+#ifndef GEMMD_KERNELS_GPU_COPY_H_
+#define GEMMD_KERNELS_GPU_COPY_H_
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* rows × row_bytes from src (rows src_pitch apart) to dst (rows dst_pitch apart). */
+typedef struct {
+  uint64_t src, dst;
+  uint32_t rows, row_bytes;
+  uint32_t src_pitch, dst_pitch;
+} gemmd_gpu_copy_t;
+
+/* The n copies of `copies` (host memory, read before the call returns: they travel as the
+ * launches' parameters, GEMMD_GPU_COPIES_PER_LAUNCH to a launch). */
+int gemmd_gpu_copy_many(const gemmd_gpu_copy_t *copies, uint32_t n, cudaStream_t stream);
+
+#define GEMMD_GPU_COPIES_PER_LAUNCH 120
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GEMMD_KERNELS_GPU_COPY_H_ */

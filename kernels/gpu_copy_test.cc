@@ -1,0 +1,104 @@
+// gemmd_gpu_copy_many against the host: flat and strided copies, 16-byte and unaligned
+// ones, lists longer than one launch, bytes between rows and past the ends untouched; and
+// its argument checks. Needs the GPU (tag gpu).
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/cuda_check.h"
+#include "kernels/errors.h"
+#include "kernels/gpu_copy.h"
+
+namespace {
+
+int g_failures = 0;
+
+#define EXPECT(cond, ...)                        \
+  do {                                           \
+    if (!(cond)) {                               \
+      std::fprintf(stderr, "FAIL: " __VA_ARGS__); \
+      std::fprintf(stderr, "\n");                \
+      g_failures++;                              \
+    }                                            \
+  } while (0)
+
+// n copies of random shapes from one buffer into another (disjoint destinations), checked
+// byte for byte against the same copies made on the host.
+void check_random(std::mt19937_64 &rng, uint32_t n, bool aligned, bool big = false) {
+  const size_t bytes = 8u << 20;
+  std::vector<uint8_t> src(bytes), dst_init(bytes), want, got(bytes);
+  for (auto &b : src) b = static_cast<uint8_t>(rng());
+  for (auto &b : dst_init) b = static_cast<uint8_t>(rng());
+  uint8_t *d_src, *d_dst;
+  CUDA_OK(cudaMalloc(reinterpret_cast<void **>(&d_src), bytes));
+  CUDA_OK(cudaMalloc(reinterpret_cast<void **>(&d_dst), bytes));
+  CUDA_OK(cudaMemcpy(d_src, src.data(), bytes, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(d_dst, dst_init.data(), bytes, cudaMemcpyHostToDevice));
+  want = dst_init;
+  std::vector<gemmd_gpu_copy_t> copies;
+  size_t dst_at = 0;
+  const size_t dst_share = bytes / n;
+  for (uint32_t i = 0; i < n; i++) {
+    const uint32_t align = aligned ? 16 : 1;
+    uint32_t row_bytes = 1 + static_cast<uint32_t>(rng() % (i % 7 == 0 ? 20000 : 600));
+    uint32_t rows = 1 + static_cast<uint32_t>(rng() % 9);
+    if (aligned) row_bytes = (row_bytes + 15) / 16 * 16;
+    if (big) rows = 1, row_bytes = 4u << 20;
+    const uint32_t src_pitch = row_bytes + align * static_cast<uint32_t>(rng() % 4);
+    const uint32_t dst_pitch = row_bytes + align * static_cast<uint32_t>(rng() % 4);
+    while (rows > 1 && static_cast<size_t>(rows) * dst_pitch > dst_share) rows--;
+    if (static_cast<size_t>(rows) * dst_pitch > dst_share) row_bytes = static_cast<uint32_t>(dst_share / 2) / align * align;
+    const size_t src_at = (rng() % (bytes / 2)) / align * align;
+    for (uint32_t r = 0; r < rows; r++) {
+      std::memcpy(&want[dst_at + r * static_cast<size_t>(dst_pitch)], &src[src_at + r * static_cast<size_t>(src_pitch)],
+                  row_bytes);
+    }
+    copies.push_back({reinterpret_cast<uint64_t>(d_src + src_at), reinterpret_cast<uint64_t>(d_dst + dst_at), rows,
+                      row_bytes, src_pitch, dst_pitch});
+    dst_at += dst_share / align * align;
+  }
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreate(&s));
+  const int rc = gemmd_gpu_copy_many(copies.data(), n, s);
+  EXPECT(rc == GEMMD_OK, "launch: %s", gemmd_strerror(rc));
+  CUDA_OK(cudaStreamSynchronize(s));
+  CUDA_OK(cudaMemcpy(got.data(), d_dst, bytes, cudaMemcpyDeviceToHost));
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < bytes; i++) {
+    if (got[i] != want[i] && bad++ == 0) first = i;
+  }
+  EXPECT(bad == 0, "%u copies (%s): %zu bytes differ, the first at %zu", n, aligned ? "aligned" : "unaligned", bad,
+         first);
+  std::printf("    %4u copies, %-9s%s: %s\n", n, aligned ? "aligned" : "unaligned", big ? " (4 MiB)" : "",
+              bad == 0 ? "equal" : "DIFFER");
+  CUDA_OK(cudaStreamDestroy(s));
+  CUDA_OK(cudaFree(d_src));
+  CUDA_OK(cudaFree(d_dst));
+}
+
+}  // namespace
+
+int main() {
+  const char *seed_env = std::getenv("TEST_SEED");
+  const uint64_t seed = seed_env ? std::strtoull(seed_env, nullptr, 10) : std::random_device{}();
+  std::printf("    gpu_copy_test: TEST_SEED=%llu\n", static_cast<unsigned long long>(seed));
+  std::mt19937_64 rng(seed);
+  for (uint32_t n : {1u, 3u, 64u, GEMMD_GPU_COPIES_PER_LAUNCH + 1u, 3 * GEMMD_GPU_COPIES_PER_LAUNCH + 7u}) {
+    check_random(rng, n, true);
+    check_random(rng, n, false);
+  }
+  // One large flat copy (a prefill's result): many blocks share it.
+  check_random(rng, 1, true, true);
+  gemmd_gpu_copy_t bad = {16, 32, 2, 100, 50, 100};  // src pitch below the row
+  EXPECT(gemmd_gpu_copy_many(&bad, 1, 0) == GEMMD_EINVAL, "a pitch below the row is refused");
+  gemmd_gpu_copy_t null_src = {0, 32, 1, 100, 100, 100};
+  EXPECT(gemmd_gpu_copy_many(&null_src, 1, 0) == GEMMD_EINVAL, "a null source is refused");
+  EXPECT(gemmd_gpu_copy_many(nullptr, 1, 0) == GEMMD_EINVAL, "a null list is refused");
+  EXPECT(gemmd_gpu_copy_many(nullptr, 0, 0) == GEMMD_OK, "nothing to copy is fine");
+  std::printf("    gpu_copy_test: %s\n", g_failures ? "FAILED" : "passed");
+  return g_failures ? 1 : 0;
+}
