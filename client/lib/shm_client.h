@@ -47,7 +47,7 @@ void gemmd_shm_free(gemmd_shm_client_t *s, void *p);
 
 /* How a waiter sleeps once its spin budget is spent: "futex" (default) or "eventfd";
  * spin_us is the budget (default 200; docs/bench/shm_cpu.md has the measurements). While
- * answers take over twice the budget on average (a loaded gemmd), waiters sleep at once
+ * answers take longer than the budget on average (a loaded gemmd), waiters sleep at once
  * instead: spinning clients would take the cores that gemmd needs (docs/bench/serving.md).
  * For measurements (GEMMD_SHM_WAIT, GEMMD_SHM_SPIN_US set the same at connect time). */
 int gemmd_shm_set_wait(gemmd_shm_client_t *s, const char *mode, unsigned spin_us);

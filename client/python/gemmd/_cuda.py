@@ -37,6 +37,7 @@ def _driver() -> ctypes.CDLL:
                 raise GemmdError(StatusCode.FAILED_PRECONDITION,
                                  "CUDA tensors need the CUDA driver (libcuda.so.1): %s" % e) from e
             lib.cuPointerGetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64]
+            lib.cuPointerGetAttributes.argtypes = [ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64]
             lib.cuIpcGetMemHandle.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
             lib.cuCtxPushCurrent_v2.argtypes = [ctypes.c_void_p]
             lib.cuCtxPopCurrent_v2.argtypes = [ctypes.c_void_p]
@@ -64,18 +65,27 @@ class Allocation:
         self.base, self.size, self.buffer_id = base, size, buffer_id
 
 
+# What allocation() asks of a pointer, in one cuPointerGetAttributes call (a request names up
+# to three tensors, and every call through ctypes costs µs): each value lands in its own
+# zeroed 8-byte slot, whatever its width (little-endian, so the narrower ones read right).
+_QUERY = (_ATTR_MEMORY_TYPE, _ATTR_IPC_CAPABLE, _ATTR_RANGE_START, _ATTR_RANGE_SIZE, _ATTR_BUFFER_ID)
+_QUERY_ATTRS = (ctypes.c_int * len(_QUERY))(*_QUERY)
+
+
 def allocation(ptr: int) -> Allocation:
     """The device allocation holding ptr; INVALID_ARGUMENT for memory gemmd cannot open."""
-    lib = _driver()
-    if _attr(lib, _ATTR_MEMORY_TYPE, ptr, ctypes.c_uint32) != _MEMORYTYPE_DEVICE:
+    lib = _lib or _driver()
+    values = (ctypes.c_uint64 * len(_QUERY))()
+    slots = (ctypes.c_void_p * len(_QUERY))(*(ctypes.addressof(values) + 8 * i for i in range(len(_QUERY))))
+    _check(lib.cuPointerGetAttributes(len(_QUERY), _QUERY_ATTRS, slots, ptr), "cuPointerGetAttributes")
+    memory_type, ipc_capable, start, size, buffer_id = values
+    if memory_type != _MEMORYTYPE_DEVICE:  # not a CUDA pointer at all reads as 0
         raise GemmdError(StatusCode.INVALID_ARGUMENT, "0x%x is not device memory" % ptr)
-    if not _attr(lib, _ATTR_IPC_CAPABLE, ptr, ctypes.c_int):
+    if not ipc_capable:
         raise GemmdError(StatusCode.INVALID_ARGUMENT,
                          "the allocation at 0x%x cannot be shared by a CUDA IPC handle (is torch's "
                          "allocator set to expandable_segments? gemmd opens cudaMalloc blocks)" % ptr)
-    return Allocation(_attr(lib, _ATTR_RANGE_START, ptr, ctypes.c_uint64),
-                      _attr(lib, _ATTR_RANGE_SIZE, ptr, ctypes.c_uint64),
-                      _attr(lib, _ATTR_BUFFER_ID, ptr, ctypes.c_uint64))
+    return Allocation(start, size, buffer_id)
 
 
 def ipc_handle(base: int) -> bytes:

@@ -197,7 +197,7 @@ class ShmTransport:
         last 8 waits from this thread, and only this request in flight) reads the
         completion ring itself for up to SPIN_S first: a small GEMM's answer comes in tens
         of µs, and taking it on this thread saves the hand-off from the completion thread
-        (two thread wake-ups). Otherwise, or while answers take over twice SPIN_S on
+        (two thread wake-ups). Otherwise, or while answers take longer than SPIN_S on
         average, it waits at once: a spinning thread holds the interpreter, and the
         process's other threads would wait for it (4 threads of synchronous GEMMs made
         7.3-7.8k req/s spinning every time, 10.6-13.1k not; docs/bench/shm_cpu.md)."""
@@ -207,7 +207,7 @@ class ShmTransport:
             self._streak = self._streak + 1 if me == self._last_caller else 0
             self._last_caller = me
             alone = self._streak >= 8 and len(self._pending) <= 1
-        if alone and self._answer_s <= 2 * SPIN_S:
+        if alone and self._answer_s <= SPIN_S:
             conn, end = self.conn, start + SPIN_S
             while not fut.done() and time.perf_counter() < end:
                 if not self._consume.acquire(blocking=False):

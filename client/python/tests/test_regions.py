@@ -346,3 +346,20 @@ def test_cuda_allocations_beyond_the_cache(client, weight):
         for b in big:
             client.gemm(b[:2 * K * 2].view(torch.bfloat16).view(2, K), info)
     assert len(client._t._device_regions()) <= 16
+
+
+def test_cuda_allocation_lookup():
+    """The driver's answer for a pointer: a tensor's view lies inside its allocation, two
+    live allocations have different ids, and host memory is refused by name."""
+    torch = _cuda()
+    from gemmd import _cuda as C
+
+    t, u = torch.empty(3 << 20, dtype=torch.uint8, device="cuda"), torch.empty(64 << 20, dtype=torch.uint8,
+                                                                               device="cuda")
+    a = C.allocation(t.data_ptr() + 1000)
+    assert a.base <= t.data_ptr() and t.data_ptr() + t.numel() <= a.base + a.size and a.buffer_id > 0
+    assert C.allocation(u.data_ptr()).buffer_id != a.buffer_id
+    host = np.zeros(16, np.uint8)
+    with pytest.raises(gemmd.GemmdError) as e:
+        C.allocation(host.ctypes.data)
+    assert e.value.code == StatusCode.INVALID_ARGUMENT and "not device memory" in str(e.value)
