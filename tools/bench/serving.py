@@ -14,7 +14,7 @@ copies); with --torch-device, the same two with the requests already on the GPU.
     python3 tools/bench/serving.py [--backend cpu|cuda] [--shape 8x4096x4096]
         [--weights 64] [--workers 1,8,16,32,64] [--clients c-shm,py-shm,c-grpc,py-grpc]
         [--seconds 3] [--torch] [--torch-device] [--gemmd-args "..."] [--churn C:W:N]
-        [--mix DC:DW:PC:PW:MxNxK] [--json FILE]
+        [--mix DC:DW:PC:PW:MxNxK] [--profile] [--json FILE]
 
 Each row: req/s, weight GB/s (the weight bytes the requests name, per second), round-trip
 p50/p99, HELLO/connect p50/p99, requests per batch, and per batch the stages of
@@ -168,6 +168,7 @@ def py_worker(addr, m, k, ids, start_at, seconds):
         def call(wid):
             return stub.Gemm(pb.GemmRequest(weight_id=wid, a=a, out_dtype=pb.DTYPE_BF16)).d.data
     i, answered, warm_until = 0, 0, time.time() + 120
+    prof = None
     while True:
         now = time.time()
         if now >= end_at or (start_at is None and answered < WARM_CALLS and now >= warm_until):
@@ -188,6 +189,20 @@ def py_worker(addr, m, k, ids, start_at, seconds):
             end_at = start_at + seconds
         if start_at is not None and now >= start_at:
             lat.append(time.monotonic_ns() - t0)
+            if prof is None and os.environ.get("GEMMD_BENCH_PROFILE"):  # the window's calls only
+                import cProfile
+
+                prof = cProfile.Profile()
+                prof.enable()
+    if prof is not None:
+        import io
+        import pstats
+
+        prof.disable()
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(25)
+        print("## profile (cProfile of this worker's window, %d calls; its overhead inflates the times)\n%s"
+              % (len(lat), text.getvalue().strip()), file=sys.stderr)
     print(json.dumps({"connect_ns": connect_ns, "requests": len(lat), "errors": errors,
                       "first_error": first_error, "lat_ns": lat}))
 
@@ -336,10 +351,14 @@ def start_window(procs, timeout=180.0):
 
 
 def collect(procs):
-    """The workers' sorted latencies (ns), connect times, request and error counts."""
-    lat, connect, errors, first_error, requests = [], [], 0, "", 0
+    """The workers' sorted latencies (ns), connect times, request and error counts; the
+    first worker's profile (--profile), printed."""
+    lat, connect, errors, first_error, requests, profiled = [], [], 0, "", 0, False
     for p in procs:
         out, err = p.communicate(timeout=120)
+        if "## profile" in err and not profiled:
+            print(err[err.index("## profile"):].strip(), flush=True)
+            profiled = True
         out = getattr(p, "early_output", "") + out
         if p.returncode != 0 or not out.strip():
             errors += 1
@@ -630,8 +649,12 @@ def main():
     ap.add_argument("--mix", default=None, metavar="DCLIENT:DWORKERS:PCLIENT:PWORKERS:MxNxK",
                     help="also large (prefill) requests: alone at 1 and PWORKERS workers, the "
                          "decode workers alone, and both at once, e.g. c-shm:16:py-shm:2:4096x7168x16384")
+    ap.add_argument("--profile", action="store_true",
+                    help="the Python workers run their window under cProfile; the first one's top functions are printed")
     ap.add_argument("--json", default=None)
     o = ap.parse_args()
+    if o.profile:
+        os.environ["GEMMD_BENCH_PROFILE"] = "1"
     import harness
 
     shape = tuple(int(x) for x in (o.shape or ("8x4096x4096" if o.backend == "cuda" else "8x256x256")).split("x"))
