@@ -851,9 +851,9 @@ static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_
   if (err) return err;
   *step = "result copies";
   /* Shared-memory results go straight into the client's registered arena: a DMA per 2 MiB
-   * piece; into a region of the client's device memory, a device copy. An arena that is
-   * not pinned gets its result from the pinned buffer, copied by a finishing thread
-   * (answer_batch). */
+   * piece; into regions of clients' device memory, one copy launch for the batch. An
+   * arena that is not pinned gets its result from the pinned buffer, copied by a finishing
+   * thread (answer_batch). */
   uint32_t n_dev = 0;
   if (!err) err = copies_room(s, 2 * b->n_requests);
   for (uint32_t i = 0; i < b->n_requests && !err; i++) {
