@@ -1,8 +1,9 @@
 """The shared-memory transport: gemm requests through a private arena and its rings
 (docs/shm-protocol.md), built on :mod:`gemmd.shm`.
 
-Ownership of the arena: every request allocates the blocks it needs (A, its scales,
-inline B, D; a weight's data, scales and name) from the free-list allocator, and the
+Ownership of the arena: every request allocates the parts it needs (A, its scales,
+inline B, D; a weight's data, scales and name) as one block of the free-list allocator,
+which starts with its first part, and the
 thread that takes its completion (the completion thread, or a caller waiting in gemm(),
 see ShmTransport.wait) frees them once gemmd has answered and D has been copied out. Nothing
 else allocates or frees, so no request can invalidate another's blocks. When the arena is
@@ -104,20 +105,24 @@ class ShmTransport:
             raise GemmdError(StatusCode.FAILED_PRECONDITION, "the client is closed")
 
     def _alloc(self, sizes: Sequence[tuple[int, int]]) -> list[int]:
-        """Blocks of (bytes, alignment), all or none; waits while other requests hold the
-        space."""
-        need = sum(n + align for n, align in sizes)
+        """The offsets of parts of (bytes, alignment), in one block that starts with the
+        first (one allocation and one free a request, not one a part); waits while other
+        requests hold the space. _free takes the list back."""
+        if not sizes:
+            return []
+        at, need = [], 0
+        for n, align in sizes:
+            need = (need + align - 1) // align * align
+            at.append(need)
+            need += max(1, n)
         with self._lock:
             while True:
                 self._check()
-                got: list[int] = []
                 try:
-                    for n, align in sizes:
-                        got.append(self.heap.alloc(n, align))
-                    return got
+                    base = self.heap.alloc(need, max(align for _, align in sizes))
+                    return [base + off for off in at]
                 except MemoryError:
-                    for off in got:
-                        self.heap.free(off)
+                    pass
                 if not self._pending:
                     raise GemmdError(StatusCode.RESOURCE_EXHAUSTED,
                                      "the request needs %d bytes of the shared-memory arena, which "
@@ -126,9 +131,11 @@ class ShmTransport:
                 self._room.wait()
 
     def _free(self, blocks: Sequence[int]) -> None:
+        """Gives back the block of an _alloc's parts."""
+        if not blocks:
+            return
         with self._lock:
-            for off in blocks:
-                self.heap.free(off)
+            self.heap.free(blocks[0])
             self._room.notify_all()
 
     def _put(self, off: int, arr: np.ndarray) -> None:
@@ -149,8 +156,8 @@ class ShmTransport:
                     self._room.wait()
                 self._check()
             except BaseException:
-                for off in blocks:
-                    self.heap.free(off)
+                if blocks:
+                    self.heap.free(blocks[0])
                 raise
             rid = self._next_id
             self._next_id += 1
