@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # serving.py on the CPU backend, small and short: every C client kind (the arena, a memfd
-# region, gRPC), the Python shm client and the gemmd package serve requests with no error.
+# region, gRPC), the Python shm client and the gemmd package serve requests with no error;
+# then the mixed mode (decode workers beside a prefill one) prints its summary.
 set -euo pipefail
 out="${TEST_TMPDIR:-$(mktemp -d)}/serving.json"
 /usr/bin/python3 tools/bench/serving.py --backend cpu --workers 2 --weights 4 --seconds 0.5 \
@@ -14,3 +15,5 @@ for r in rows:
     assert r["errors"] == 0 and r["req_s"] > 0, r
 print("ok: %s" % ", ".join("%s %.0f req/s" % (r["client"], r["req_s"]) for r in rows))
 PY
+/usr/bin/python3 tools/bench/serving.py --backend cpu --clients , --workers 2 --weights 4 --seconds 0.3 \
+  --mix c-shm:2:py-shm:1:64x256x256 | grep -E '^mixed: decode req/s [0-9.]+x alone'
