@@ -626,14 +626,20 @@ static int stage(const cuda_engine_t *e, slot_t *s, gemmd_batch_t *b, const layo
 
 static int fault_kernel_launch(cudaStream_t stream);
 
-/* Room in the slot's copy list for n copies. */
-static cudaError_t copies_room(slot_t *s, uint32_t n) {
-  if (n <= s->copies_cap) return cudaSuccess;
+/* The most entries a batch's copy list takes: per request, A's rows and its scales (a
+ * flat copy may take two entries) before the GEMM, or D's (two) after. */
+#define COPIES_PER_REQUEST 3u
+
+/* Room in the slot's copy list for the batch, made while it is staged, so that a host
+ * allocation that fails fails the batch and is never taken for the GPU's failure. */
+static int copies_room(slot_t *s, uint32_t n_requests) {
+  const uint32_t n = COPIES_PER_REQUEST * n_requests;
+  if (n <= s->copies_cap) return 0;
   gemmd_gpu_copy_t *p = realloc(s->copies, (size_t)n * sizeof *p);
-  if (p == NULL) return cudaErrorMemoryAllocation;
+  if (p == NULL) return -1;
   s->copies = p;
   s->copies_cap = n;
-  return cudaSuccess;
+  return 0;
 }
 
 static gemmd_gpu_copy_t dev_copy(const void *src, void *dst, uint32_t rows, uint32_t row_bytes, uint32_t src_pitch,
@@ -656,7 +662,7 @@ static void add_flat_copy(slot_t *s, uint32_t *n, const uint8_t *src, uint8_t *d
  * for the whole batch. */
 static cudaError_t device_a_copies(slot_t *s, const layout_t *L, const gemmd_batch_t *b) {
   const gemmd_quant_job_t *jobs = quant_jobs(s, L, b);
-  cudaError_t err = copies_room(s, 3 * b->n_requests);
+  cudaError_t err = cudaSuccess;
   uint32_t j = 0, n = 0;
   for (uint32_t i = 0; i < b->n_requests && !err; i++) {
     const gemmd_request_t *r = b->requests[i];
@@ -855,7 +861,6 @@ static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_
    * arena that is not pinned gets its result from the pinned buffer, copied by a finishing
    * thread (answer_batch). */
   uint32_t n_dev = 0;
-  if (!err) err = copies_room(s, 2 * b->n_requests);
   for (uint32_t i = 0; i < b->n_requests && !err; i++) {
     const gemmd_request_t *r = b->requests[i];
     if (r->d_device) {
@@ -1000,6 +1005,10 @@ static void *stager_main(void *arg) {
         cudaGetLastError();
         b->status = GEMMD_CODE_RESOURCE_EXHAUSTED; /* not a device failure */
         snprintf(b->message, sizeof b->message, "no device memory for a %" PRIu64 "-byte batch", L.total);
+        err = cudaErrorUnknown;
+      } else if (!err && copies_room(s, b->n_requests) != 0) {
+        b->status = GEMMD_CODE_RESOURCE_EXHAUSTED; /* not a device failure */
+        snprintf(b->message, sizeof b->message, "no host memory for the batch's copy list");
         err = cudaErrorUnknown;
       } else if (!err) {
         const int prep = stage(e, s, b, &L);
