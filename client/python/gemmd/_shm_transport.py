@@ -6,9 +6,8 @@ inline B, D; a weight's data, scales and name) as one block of the free-list all
 which starts with its first part, and the thread that takes its completion (the completion
 thread, or a caller waiting in gemm(), see ShmTransport.wait) frees it once gemmd has
 answered and D has been copied out. Nothing else allocates or frees, so no request can
-invalidate another's blocks. When the arena is
-full, a request waits for others' blocks to come back; one that could never fit fails
-with RESOURCE_EXHAUSTED.
+invalidate another's blocks. When the arena is full, a request waits for others' blocks
+to come back; one that could never fit fails with RESOURCE_EXHAUSTED.
 
 Results are copies: the D block goes back to the allocator as soon as the completion
 arrives, so an arena of fixed size serves any number of requests, a result outlives the
