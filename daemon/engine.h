@@ -54,13 +54,11 @@ typedef struct gemmd_engine_ops_s {
    * returns its base, where the engine reads A and writes D in place, and whether that is
    * device memory the host must not touch (the requests' a_device, d_device), or a gRPC
    * code with msg. The CPU engine's device memory is the host's: it maps the fd (a memfd);
-   * the CUDA engine opens IPC handles. GEMMD_SHM_REGION_CUDA_EVENT (no bytes) opens the
-   * client's interprocess CUDA event from `handle` and returns it as base (the CUDA engine
-   * only; requests' ready_event). Runs on a uv pool thread (opening takes a while). close
-   * unmaps or destroys, on the loop, when no request uses the region. NULL: no regions. */
+   * the CUDA engine opens IPC handles. Runs on a uv pool thread (opening takes a while).
+   * close unmaps, on the loop, when no request uses the region. NULL: no regions here. */
   int (*region_open)(gemmd_engine_t *e, int kind, int fd, const uint8_t handle[64], uint64_t bytes,
                      void **base, int *on_device, char *msg, size_t n);
-  void (*region_close)(gemmd_engine_t *e, int kind, void *base, uint64_t bytes);
+  void (*region_close)(gemmd_engine_t *e, void *base, uint64_t bytes);
   /* Frees the engine's arenas of a finished batch and its slot, once its requests are
    * answered: on the loop, or on the thread that called `done` (see above). */
   void (*batch_release)(gemmd_engine_t *e, gemmd_batch_t *batch);

@@ -223,9 +223,8 @@ static int cpu_region_open(gemmd_engine_t *base, int kind, int fd, const uint8_t
   return GEMMD_CODE_OK;
 }
 
-static void cpu_region_close(gemmd_engine_t *base, int kind, void *p, uint64_t bytes) {
+static void cpu_region_close(gemmd_engine_t *base, void *p, uint64_t bytes) {
   (void)base;
-  (void)kind; /* only fds open here */
   munmap(p, bytes);
 }
 

@@ -432,34 +432,18 @@ typedef int (*mem_range_fn)(unsigned long long *base, size_t *size, unsigned lon
 
 /* A region opened from a CUDA IPC handle of another process's cudaMalloc block: mapped
  * here, and checked to hold `bytes` from its start, so that no offset the client names
- * can reach past the block; or the client's interprocess event, opened here. An fd
- * (cuMemExportToShareableHandle) is not taken yet. */
+ * can reach past the block. An fd (cuMemExportToShareableHandle) is not taken yet. */
 static int cuda_region_open(gemmd_engine_t *base, int kind, int fd, const uint8_t handle[64],
                             uint64_t bytes, void **out, int *on_device, char *msg, size_t n) {
   cuda_engine_t *e = (cuda_engine_t *)base;
   (void)fd;
   *on_device = 1;
-  if (kind != GEMMD_SHM_REGION_CUDA_IPC && kind != GEMMD_SHM_REGION_CUDA_EVENT) {
-    snprintf(msg, n, "the CUDA backend takes regions of kind %d (a CUDA IPC handle) and %d (a CUDA IPC "
-             "event); fds are not taken yet", GEMMD_SHM_REGION_CUDA_IPC, GEMMD_SHM_REGION_CUDA_EVENT);
+  if (kind != GEMMD_SHM_REGION_CUDA_IPC) {
+    snprintf(msg, n, "the CUDA backend takes regions of kind %d (a CUDA IPC handle); fds are not "
+             "taken yet", GEMMD_SHM_REGION_CUDA_IPC);
     return GEMMD_CODE_UNIMPLEMENTED;
   }
   cudaSetDevice(e->device);
-  if (kind == GEMMD_SHM_REGION_CUDA_EVENT) {
-    _Static_assert(sizeof(cudaIpcEventHandle_t) == sizeof ((gemmd_shm_ctl_t *)0)->handle,
-                   "a control message carries a whole cudaIpcEventHandle_t");
-    cudaIpcEventHandle_t h;
-    memcpy(&h, handle, sizeof h);
-    cudaEvent_t ev = NULL;
-    const cudaError_t err = cudaIpcOpenEventHandle(&ev, h);
-    if (err != cudaSuccess) {
-      cudaGetLastError();
-      snprintf(msg, n, "the CUDA IPC event handle could not be opened: %s", cudaGetErrorString(err));
-      return GEMMD_CODE_INVALID_ARGUMENT;
-    }
-    *out = ev;
-    return GEMMD_CODE_OK;
-  }
   _Static_assert(sizeof(cudaIpcMemHandle_t) == sizeof ((gemmd_shm_ctl_t *)0)->handle,
                  "a control message carries a whole cudaIpcMemHandle_t");
   cudaIpcMemHandle_t h;
@@ -495,12 +479,10 @@ static int cuda_region_open(gemmd_engine_t *base, int kind, int fd, const uint8_
   return GEMMD_CODE_OK;
 }
 
-static void cuda_region_close(gemmd_engine_t *base, int kind, void *p, uint64_t bytes) {
+static void cuda_region_close(gemmd_engine_t *base, void *p, uint64_t bytes) {
   (void)bytes;
   cudaSetDevice(((cuda_engine_t *)base)->device);
-  const cudaError_t err =
-      kind == GEMMD_SHM_REGION_CUDA_EVENT ? cudaEventDestroy((cudaEvent_t)p) : cudaIpcCloseMemHandle(p);
-  if (err != cudaSuccess) cudaGetLastError();
+  if (cudaIpcCloseMemHandle(p) != cudaSuccess) cudaGetLastError();
 }
 
 /* A copy between the device and registered host memory (an arena), in pieces that each
@@ -705,14 +687,6 @@ static cudaError_t device_a_copies(slot_t *s, const layout_t *L, const gemmd_bat
  * a_offset order. */
 static cudaError_t upload(slot_t *s, const layout_t *L, const gemmd_batch_t *b) {
   cudaError_t err = cudaSuccess;
-  /* Clients' ready events first: their device operands are complete, and D's memory is
-   * free to write, once their streams reach the events (docs/shm-protocol.md §7). */
-  const void *waited = NULL;
-  for (uint32_t i = 0; i < b->n_requests && !err; i++) {
-    const void *ev = b->requests[i]->ready_event;
-    if (ev != NULL && ev != waited) err = cudaStreamWaitEvent(s->stream, (cudaEvent_t)ev, 0);
-    if (ev != NULL) waited = ev;
-  }
   uint64_t from = 0; /* bytes of the pinned copy uploaded so far */
   for (uint32_t i = 0; i < b->n_requests && !err; i++) {
     const gemmd_request_t *r = b->requests[i];

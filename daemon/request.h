@@ -53,9 +53,6 @@ struct gemmd_request_s {
   /* a and a_scales (or a_raw) are device memory of the engine (a client's region, shm
    * protocol version 2): never read on the host, copied on the device. */
   int a_device;
-  /* The client's interprocess CUDA event (a CUDA_EVENT region, shm protocol version 2), or
-   * NULL: the engine's device work for this request waits for its last record first. */
-  void *ready_event;
   uint8_t *a_owned; /* storage made by normalization, freed by gemmd_request_release */
   float *a_scales_owned;
   /* Or, for an engine that quantizes on the device: A as sent (BF16/FP16/FP32, no

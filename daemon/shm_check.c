@@ -78,13 +78,9 @@ int gemmd_shm_ctl_parse(const void *msg_bytes, size_t len, int truncated, gemmd_
     return GEMMD_CODE_INVALID_ARGUMENT;
   }
   if (m.op == GEMMD_SHM_CTL_REGION_OPEN && m.kind != GEMMD_SHM_REGION_FD &&
-      m.kind != GEMMD_SHM_REGION_CUDA_IPC && m.kind != GEMMD_SHM_REGION_CUDA_EVENT) {
-    snprintf(msg, n, "region kind %u is none of %d (fd), %d (CUDA IPC memory), %d (CUDA IPC event)", m.kind,
-             GEMMD_SHM_REGION_FD, GEMMD_SHM_REGION_CUDA_IPC, GEMMD_SHM_REGION_CUDA_EVENT);
-    return GEMMD_CODE_INVALID_ARGUMENT;
-  }
-  if (m.op == GEMMD_SHM_CTL_REGION_OPEN && m.kind == GEMMD_SHM_REGION_CUDA_EVENT && m.bytes != 0) {
-    snprintf(msg, n, "a CUDA event region has no bytes (0)");
+      m.kind != GEMMD_SHM_REGION_CUDA_IPC) {
+    snprintf(msg, n, "region kind %u is neither %d (fd) nor %d (CUDA IPC)", m.kind,
+             GEMMD_SHM_REGION_FD, GEMMD_SHM_REGION_CUDA_IPC);
     return GEMMD_CODE_INVALID_ARGUMENT;
   }
   *out = m;
@@ -100,7 +96,7 @@ int gemmd_shm_in_data(const gemmd_shm_region_t *rg, uint64_t offset, uint64_t le
 
 int gemmd_shm_reserved_clear(const gemmd_shm_sqe_t *e, uint32_t version) {
   if (e->reserved0 != 0) return 0;
-  if (version < GEMMD_SHM_VERSION_2 && (e->a_region | e->a_scales_region | e->d_region | e->a_ready_event) != 0) {
+  if (version < GEMMD_SHM_VERSION_2 && (e->a_region | e->a_scales_region | e->d_region) != 0) {
     return 0;
   }
   return all_zero(e->reserved1, sizeof e->reserved1);

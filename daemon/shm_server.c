@@ -68,10 +68,9 @@ typedef struct {
   uint32_t id; /* 0: a free slot */
   int closing;
   unsigned refs; /* requests in flight that read or write it */
-  uint8_t *base; /* a CUDA_EVENT region's: the engine's event */
+  uint8_t *base;
   uint64_t bytes;
   int on_device; /* the engine's device memory, which the host never touches */
-  int kind;      /* GEMMD_SHM_REGION_* */
 } shm_region_t;
 
 struct shm_client_s {
@@ -124,7 +123,7 @@ typedef struct {
   uint64_t accepted_ns;
   int wake_pending;     /* answered early to a sleeping client, not yet woken */
   struct prep_job_s *prep; /* a GEMM whose operands are quantized on the pool first */
-  shm_region_t *regions[4]; /* the regions its A, A's scales and D lie in, and its ready event, held */
+  shm_region_t *regions[3]; /* the regions its A, A's scales and D lie in, held */
 } shm_op_t;
 
 /* A GEMM whose A (or inline B) gemmd quantizes itself: work in proportion to the operand,
@@ -210,13 +209,13 @@ static void publish_error(shm_client_t *c, const gemmd_shm_sqe_t *e, int code, c
 /* A request is done with a region: a closed one is unmapped when the last goes. */
 static void region_unref(shm_client_t *c, shm_region_t *g) {
   if (--g->refs > 0 || !g->closing) return;
-  c->ss->srv->engine->ops->region_close(c->ss->srv->engine, g->kind, g->base, g->bytes);
+  c->ss->srv->engine->ops->region_close(c->ss->srv->engine, g->base, g->bytes);
   memset(g, 0, sizeof *g);
 }
 
 static void op_done(shm_op_t *op) {
   shm_client_t *c = op->c;
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < 3; i++) {
     if (op->regions[i] != NULL) region_unref(c, op->regions[i]);
   }
   gemmd_request_release(&op->req);
@@ -324,20 +323,8 @@ static int take_gemm(shm_client_t *c, const gemmd_shm_sqe_t *e, shm_op_t *op, ch
       snprintf(msg, n, "region %u is not open on this connection", ids[i]);
       return GEMMD_CODE_INVALID_ARGUMENT;
     }
-    if (used[i]->kind == GEMMD_SHM_REGION_CUDA_EVENT) {
-      snprintf(msg, n, "region %u is a CUDA event, not memory", ids[i]);
-      return GEMMD_CODE_INVALID_ARGUMENT;
-    }
     views[i] = (gemmd_shm_region_t){used[i]->base, 0, used[i]->bytes, used[i]->id};
     place[i] = &views[i];
-  }
-  shm_region_t *ready = NULL;
-  if (e->a_ready_event != 0) {
-    ready = find_region(c, e->a_ready_event);
-    if (ready == NULL || ready->kind != GEMMD_SHM_REGION_CUDA_EVENT) {
-      snprintf(msg, n, "a_ready_event %u is not a CUDA event open on this connection", e->a_ready_event);
-      return GEMMD_CODE_INVALID_ARGUMENT;
-    }
   }
   const gemmd_shm_places_t at = {place[0], place[1], place[2]};
   gemmd_gemm_operands_t ops;
@@ -386,13 +373,10 @@ static int take_gemm(shm_client_t *c, const gemmd_shm_sqe_t *e, shm_op_t *op, ch
                 gemmd_arena_pins_ready(&c->pins, e->a_offset, (uint64_t)e->m * e->k);
   r->a_device = a_dev;
   r->d_device = used[2] != NULL && used[2]->on_device;
-  r->ready_event = ready != NULL ? ready->base : NULL;
   for (int i = 0; i < 3; i++) { /* held until the op is done (op_done) */
     op->regions[i] = used[i];
     if (used[i] != NULL) used[i]->refs++;
   }
-  op->regions[3] = ready;
-  if (ready != NULL) ready->refs++;
   r->respond = gemm_respond;
   r->answer_early = gemm_answer_early;
   r->wake_early = gemm_wake_early;
@@ -517,7 +501,7 @@ static void take_entry(shm_client_t *c, const gemmd_shm_sqe_t *e) {
     publish_error(c, e, GEMMD_CODE_INVALID_ARGUMENT, "entry reserved bytes must be 0", accepted);
     return;
   }
-  if (e->opcode != GEMMD_SHM_OP_GEMM && (e->a_region | e->a_scales_region | e->d_region | e->a_ready_event) != 0) {
+  if (e->opcode != GEMMD_SHM_OP_GEMM && (e->a_region | e->a_scales_region | e->d_region) != 0) {
     publish_error(c, e, GEMMD_CODE_INVALID_ARGUMENT, "only GEMM entries name regions", accepted);
     return;
   }
@@ -694,7 +678,7 @@ static void on_client_handle_closed(uv_handle_t *h) {
   ss->n_clients--;
   for (int i = 0; i < MAX_REGIONS; i++) { /* no request is in flight any more */
     const shm_region_t *g = &c->regions[i];
-    if (g->id != 0) ss->srv->engine->ops->region_close(ss->srv->engine, g->kind, g->base, g->bytes);
+    if (g->id != 0) ss->srv->engine->ops->region_close(ss->srv->engine, g->base, g->bytes);
   }
   if (c->arena != NULL) ss->arena_bytes_total -= c->arena_bytes;
   if (c->sock >= 0) close(c->sock);
@@ -972,10 +956,10 @@ static void region_open_done(uv_work_t *w, int status) {
   int code = status == 0 ? j->code : GEMMD_CODE_UNAVAILABLE;
   shm_region_t *g = free_region_slot(c);
   if (code == GEMMD_CODE_OK && (c->state != ACTIVE || g == NULL)) {
-    eng->ops->region_close(eng, (int)j->m.kind, j->base, j->m.bytes); /* the client went meanwhile */
+    eng->ops->region_close(eng, j->base, j->m.bytes); /* the client went meanwhile */
     code = GEMMD_CODE_UNAVAILABLE;
   } else if (code == GEMMD_CODE_OK) {
-    *g = (shm_region_t){++c->next_region_id, 0, 0, j->base, j->m.bytes, j->on_device, (int)j->m.kind};
+    *g = (shm_region_t){++c->next_region_id, 0, 0, j->base, j->m.bytes, j->on_device};
     j->reply.region_id = g->id;
     j->reply.bytes = g->bytes;
   }

@@ -4,8 +4,7 @@ hands over with SCM_RIGHTS. A GEMM reads A and its scales from regions and write
 one, right against the FP64 reference; a region is usable only on its own connection and
 only while open; every bad id, offset, size, kind or message gets a clear error; a region
 closed while a request uses it stays mapped until that request is done; gemmd unmaps a
-dead client's regions; a version-1 client cannot name regions; a ready event (the CUDA
-backend's) is refused here, and an entry may name as one only an open event."""
+dead client's regions; a version-1 client cannot name regions."""
 
 import fcntl
 import os
@@ -107,10 +106,6 @@ class Regions(unittest.TestCase):
             refused(lambda: c.control(S.CTL_REGION_OPEN, S.REGION_FD, 4096), 3, "needs its fd")
             refused(lambda: c.control(S.CTL_REGION_OPEN, S.REGION_CUDA_IPC, 4096, handle=bytes(64)), 12, "CUDA")
             refused(lambda: c.control(S.CTL_REGION_OPEN, 7, 4096, fd=fd), 3, "kind 7")
-            # Ready events (a CUDA backend's): no bytes, and not on this backend.
-            refused(lambda: c.open_event_ipc(bytes(64)), 12, "CUDA backend")
-            refused(lambda: c.control(S.CTL_REGION_OPEN, S.REGION_CUDA_EVENT, 64, handle=bytes(64)), 3,
-                    "no bytes")
             refused(lambda: c.control(9), 3, "unknown control op")
             refused(lambda: c.close_region(77), 5, "not open")
             # A reply that no waiting call asked for (as when an earlier one timed out) is
@@ -125,9 +120,6 @@ class Regions(unittest.TestCase):
                 return client.gemm(m=m, k=128, a=(a_off, H.DT_E4M3, H.SL_NONE, 0), weight_id=wid, d=d_off,
                                    d_capacity=m * 16 * 2, regions=regions)
             self.assertEqual(gemm(c, (rid, 0, rid)).status, 0)
-            # A ready event must be an open event: neither a memory region nor an unknown id.
-            refused(lambda: gemm(c, (rid, 0, rid, rid)), 3, "a_ready_event %d is not a CUDA event" % rid)
-            refused(lambda: gemm(c, (rid, 0, rid, 99)), 3, "a_ready_event 99 is not a CUDA event")
             refused(lambda: gemm(c, (rid, 0, rid), a_off=8192 - 128), 3, "outside region %d" % rid)
             refused(lambda: gemm(c, (rid, 0, rid), d_off=8192 - 8), 3, "inside region %d" % rid)
             refused(lambda: gemm(c, (rid + 5, 0, 0)), 3, "region %d is not open" % (rid + 5))
@@ -153,21 +145,15 @@ class Regions(unittest.TestCase):
             c.submit(bytes(bad))
             comp = c.wait(99)
             self.assertEqual((comp.status, comp.message), (3, "only GEMM entries name regions"))
-            bad = bytearray(S.unregister_sqe(98, wid))
-            bad[100] = 1  # a_ready_event
-            c.submit(bytes(bad))
-            comp = c.wait(98)
-            self.assertEqual((comp.status, comp.message), (3, "only GEMM entries name regions"))
 
     def test_version_1_cannot_name_regions(self):
         with S.Client(self.d.shm_socket) as c:
             _b, wid = H.shm_weight(c, self.pb, self.rng, "regions-v1", 16, 128)
-            for regions in ((1, 0, 0), (0, 0, 0, 1)):  # a region, a ready event
-                rid, raw = c.gemm_entry(m=1, k=128, a=(c.alloc(128), H.DT_E4M3, H.SL_NONE, 0), weight_id=wid,
-                                        d=c.alloc(32), d_capacity=32, regions=regions)
-                c.submit(raw)
-                comp = c.wait(rid)
-                self.assertEqual((comp.status, comp.message), (3, "entry reserved bytes must be 0"))
+            rid, raw = c.gemm_entry(m=1, k=128, a=(c.alloc(128), H.DT_E4M3, H.SL_NONE, 0), weight_id=wid,
+                                    d=c.alloc(32), d_capacity=32, regions=(1, 0, 0))
+            c.submit(raw)
+            comp = c.wait(rid)
+            self.assertEqual((comp.status, comp.message), (3, "entry reserved bytes must be 0"))
 
     def test_region_lives_until_its_requests_are_done_and_dies_with_its_client(self):
         pb = self.pb

@@ -137,7 +137,7 @@ def raw_entry(**fields):
     order = ["opcode", "a_dtype", "a_layout", "out_dtype", "b_source", "b_dtype", "b_layout", "r0",
              "m", "n", "k", "timeout_us", "request_id", "weight_id", "a_offset", "a_scales_offset",
              "b_offset", "b_scales_offset", "d_offset", "d_capacity", "a_region", "a_scales_region",
-             "d_region", "a_ready_event"]
+             "d_region"]
     return S.SQE.pack(*[fields.get(f, 0) for f in order])
 
 

@@ -281,15 +281,6 @@ int gemmd_client_region_open_cuda_ipc(gemmd_client_t *c, const void *ipc_handle,
   return gemmd_shm_region_open(c->shm, -1, ipc_handle, bytes, region_id, status);
 }
 
-int gemmd_client_event_open_cuda_ipc(gemmd_client_t *c, const void *ipc_event_handle, uint32_t *event_id,
-                                     gemmd_status_t *status) {
-  if (!c->shm) return not_over_grpc("events", status);
-  if (ipc_event_handle == NULL) {
-    return gemmd_status_set(status, GEMMD_STATUS_INVALID_ARGUMENT, "no CUDA IPC event handle");
-  }
-  return gemmd_shm_event_open(c->shm, ipc_event_handle, event_id, status);
-}
-
 int gemmd_client_region_close(gemmd_client_t *c, uint32_t region_id, gemmd_status_t *status) {
   if (!c->shm) return not_over_grpc("regions", status);
   return gemmd_shm_region_close(c->shm, region_id, status);

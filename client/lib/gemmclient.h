@@ -104,11 +104,6 @@ typedef struct gemmd_gemm_call_s {
    * a.cols or 0). With D in a region the result's data is NULL (data_borrowed): D is in
    * the region when the call returns, or when `done` runs. */
   gemmd_region_ref_t a_region, a_scales_region, d_region;
-  /* Shared memory only, optional (0: none): an event opened with
-   * gemmd_client_event_open_cuda_ipc. gemmd's GPU reads A and its scales, and writes D,
-   * only after the event's last record before this call: record it on the stream that
-   * wrote A, then call, with no synchronize. */
-  uint32_t a_ready_event;
 } gemmd_gemm_call_t;
 
 typedef struct gemmd_request_stats_s {
@@ -142,20 +137,13 @@ void gemmd_client_shm_free(gemmd_client_t *c, void *p);
  * the CPU backend, a file both map (a memfd), by fd, which may be closed after. A region
  * belongs to this client; gemmd unmaps it after close (once the requests that use it are
  * done) or when the client goes. At most 32 are open at once. A's data (and its scales)
- * must be complete in GPU memory before the call: synchronize the stream that wrote them,
- * or name an event recorded on it (a_ready_event). Over gRPC: UNIMPLEMENTED. */
+ * must be complete in GPU memory before the call: synchronize the stream that wrote them.
+ * Over gRPC: UNIMPLEMENTED. */
 int gemmd_client_region_open_fd(gemmd_client_t *c, int fd, uint64_t bytes, uint32_t *region_id,
                                 gemmd_status_t *status);
 int gemmd_client_region_open_cuda_ipc(gemmd_client_t *c, const void *ipc_handle, uint64_t bytes,
                                       uint32_t *region_id, gemmd_status_t *status);
 int gemmd_client_region_close(gemmd_client_t *c, uint32_t region_id, gemmd_status_t *status);
-/* Shared memory, CUDA backend (§7): an interprocess event of this process (created with
- * cudaEventInterprocess | cudaEventDisableTiming) by its cudaIpcEventHandle_t (64 bytes),
- * for calls' a_ready_event. Its id counts among the regions and closes with
- * gemmd_client_region_close. One event per stream: gemmd waits for the event's latest
- * record, which says nothing of another stream's work. */
-int gemmd_client_event_open_cuda_ipc(gemmd_client_t *c, const void *ipc_event_handle, uint32_t *event_id,
-                                     gemmd_status_t *status);
 
 /* Synchronous GEMM. */
 int gemmd_client_gemm(gemmd_client_t *c, const gemmd_gemm_call_t *call, gemmd_gemm_result_t *result,

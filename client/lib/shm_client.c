@@ -498,7 +498,6 @@ static int start_gemm(gemmd_shm_client_t *s, const gemmd_gemm_call_t *call, gemm
    * inline B or from the weight's WEIGHT_INFO). */
   if (rc == 0) {
     const size_t esz = gemmd_dtype_size(out);
-    e.a_ready_event = call->a_ready_event;
     if (call->d_region.region != 0) {
       e.d_region = call->d_region.region;
       e.d_offset = call->d_region.offset;
@@ -904,18 +903,6 @@ int gemmd_shm_region_open(gemmd_shm_client_t *s, int fd, const void *handle, uin
   gemmd_shm_ctl_reply_t reply;
   const int rc = control(s, &m, handle != NULL ? -1 : fd, &reply, status);
   if (rc == 0) *region_id = reply.region_id;
-  return rc;
-}
-
-int gemmd_shm_event_open(gemmd_shm_client_t *s, const void *handle, uint32_t *event_id, gemmd_status_t *status) {
-  gemmd_shm_ctl_t m;
-  memset(&m, 0, sizeof m);
-  m.op = GEMMD_SHM_CTL_REGION_OPEN;
-  m.kind = GEMMD_SHM_REGION_CUDA_EVENT;
-  memcpy(m.handle, handle, sizeof m.handle);
-  gemmd_shm_ctl_reply_t reply;
-  const int rc = control(s, &m, -1, &reply, status);
-  if (rc == 0) *event_id = reply.region_id;
   return rc;
 }
 

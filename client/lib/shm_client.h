@@ -40,7 +40,6 @@ int gemmd_shm_unregister_weight(gemmd_shm_client_t *s, uint64_t weight_id, const
  * by its CUDA IPC handle (64 bytes) when handle is not NULL, else by fd. */
 int gemmd_shm_region_open(gemmd_shm_client_t *s, int fd, const void *handle, uint64_t bytes,
                           uint32_t *region_id, gemmd_status_t *status);
-int gemmd_shm_event_open(gemmd_shm_client_t *s, const void *handle, uint32_t *event_id, gemmd_status_t *status);
 int gemmd_shm_region_close(gemmd_shm_client_t *s, uint32_t region_id, gemmd_status_t *status);
 
 void *gemmd_shm_alloc(gemmd_shm_client_t *s, size_t bytes);

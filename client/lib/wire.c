@@ -93,11 +93,10 @@ static int check_rhs(const gemmd_gemm_call_t *call, gemmd_status_t *status) {
 
 int gemmd_wire_encode_gemm(const gemmd_gemm_call_t *call, uint8_t **buf, size_t *len,
                            gemmd_status_t *status) {
-  if (call->a_region.region != 0 || call->a_scales_region.region != 0 || call->d_region.region != 0 ||
-      call->a_ready_event != 0) {
+  if (call->a_region.region != 0 || call->a_scales_region.region != 0 || call->d_region.region != 0) {
     return gemmd_status_set(status, GEMMD_STATUS_INVALID_ARGUMENT,
-                            "the call names regions or an event (a_region, a_scales_region, d_region, "
-                            "a_ready_event), which only the shared-memory transport has");
+                            "the call names regions (a_region, a_scales_region, d_region), which "
+                            "only the shared-memory transport has");
   }
   int rc = check_rhs(call, status);
   if (rc == 0) rc = gemmd_wire_check_operand(&call->a, "a", status);

@@ -130,10 +130,6 @@ static void check_refusals(void) {
   call.weight_id = 1;
   call.d_region = (gemmd_region_ref_t){3, 0};
   expect_refused(&call, "only the shared-memory transport");
-  call = base_call();
-  call.weight_id = 1;
-  call.a_ready_event = 4;
-  expect_refused(&call, "only the shared-memory transport");
   const gemmd_operand_t bad_b = {2, 3, 3, GEMMD_DTYPE_BF16, NULL, GEMMD_SCALE_NONE, NULL};
   call = base_call();
   call.b = &bad_b;

@@ -26,9 +26,7 @@ enum { GEMMD_SHM_B_WEIGHT = 0, GEMMD_SHM_B_INLINE = 1 };
 
 /* Version 2: control messages on the socket after WELCOME, and kinds of region. */
 enum { GEMMD_SHM_CTL_REGION_OPEN = 1, GEMMD_SHM_CTL_REGION_CLOSE = 2 };
-/* CUDA_EVENT: no bytes; an interprocess CUDA event (cudaIpcEventHandle_t) that a GEMM entry
- * names as a_ready_event, so that gemmd's device work for it waits for the client's stream. */
-enum { GEMMD_SHM_REGION_FD = 1, GEMMD_SHM_REGION_CUDA_IPC = 2, GEMMD_SHM_REGION_CUDA_EVENT = 3 };
+enum { GEMMD_SHM_REGION_FD = 1, GEMMD_SHM_REGION_CUDA_IPC = 2 };
 
 typedef struct gemmd_shm_hello_s {
   char magic[8];
@@ -101,10 +99,7 @@ typedef struct gemmd_shm_sqe_s {
   uint32_t a_region;
   uint32_t a_scales_region;
   uint32_t d_region;
-  /* Version 2 (0: none): an open CUDA_EVENT region; the device reads A and its scales and
-   * writes D only after the event's last record before this entry was pushed. */
-  uint32_t a_ready_event;
-  uint8_t reserved1[24];
+  uint8_t reserved1[28];
 } gemmd_shm_sqe_t;
 
 typedef struct gemmd_shm_cqe_s {
@@ -130,8 +125,7 @@ typedef struct gemmd_shm_ctl_s {
   uint64_t tag;       /* echoed in the reply */
   uint32_t region_id; /* REGION_CLOSE */
   uint32_t reserved0;
-  uint8_t handle[64]; /* REGION_OPEN: a CUDA_IPC region's cudaIpcMemHandle_t, a CUDA_EVENT's
-                       * cudaIpcEventHandle_t */
+  uint8_t handle[64]; /* REGION_OPEN of a CUDA_IPC region: its cudaIpcMemHandle_t */
   uint8_t reserved1[32];
 } gemmd_shm_ctl_t;
 
@@ -159,7 +153,6 @@ GEMMD_SHM_STATIC_ASSERT(sizeof(gemmd_shm_sqe_t) == GEMMD_SHM_ENTRY_BYTES, "SQ en
 GEMMD_SHM_STATIC_ASSERT(offsetof(gemmd_shm_sqe_t, d_capacity) == 80, "d_capacity at 80");
 GEMMD_SHM_STATIC_ASSERT(offsetof(gemmd_shm_sqe_t, a_region) == 88, "a_region at 88");
 GEMMD_SHM_STATIC_ASSERT(offsetof(gemmd_shm_sqe_t, d_region) == 96, "d_region at 96");
-GEMMD_SHM_STATIC_ASSERT(offsetof(gemmd_shm_sqe_t, a_ready_event) == 100, "a_ready_event at 100");
 GEMMD_SHM_STATIC_ASSERT(sizeof(gemmd_shm_ctl_t) == 128, "a control message is 128 bytes");
 GEMMD_SHM_STATIC_ASSERT(sizeof(gemmd_shm_ctl_reply_t) == 256, "a control reply is 256 bytes");
 GEMMD_SHM_STATIC_ASSERT(sizeof(gemmd_shm_cqe_t) == GEMMD_SHM_ENTRY_BYTES, "CQ entry size");

@@ -61,13 +61,13 @@ SERVER_IDLE, CLIENT_WAITING, CQ_SEQ = 512, 576, 640
 HELLO = struct.Struct("<8sIIQII")               # 32 bytes
 WELCOME = struct.Struct("<8sIiQII224s")          # 256 bytes
 GEOMETRY = struct.Struct("<8sIIQIIIIQQII")       # header bytes 0..64
-SQE = struct.Struct("<8BIIIIQQQQQQQQIIII24x")    # 128 bytes (version 1: the regions and event 0)
+SQE = struct.Struct("<8BIIIIQQQQQQQQIII28x")     # 128 bytes (version 1: the three regions 0)
 CQE = struct.Struct("<QiIQQQQIIQ64s")            # 128 bytes
 CTL = struct.Struct("<IIQQII64s32x")              # 128 bytes, version 2 (section 7)
 CTL_REPLY = struct.Struct("<IiQIIQ224s")          # 256 bytes
 VERSION_2 = 2
 CTL_REGION_OPEN, CTL_REGION_CLOSE = 1, 2
-REGION_FD, REGION_CUDA_IPC, REGION_CUDA_EVENT = 1, 2, 3
+REGION_FD, REGION_CUDA_IPC = 1, 2
 CONTROL_TIMEOUT_S = 60.0  # gemmd opens a region off its loop; CUDA's can take a while
 _FENCE = threading.Lock()  # a full memory barrier where the protocol needs one
 
@@ -108,30 +108,29 @@ def gemm_sqe(request_id: int, m: int, k: int, a: tuple, d: int, d_capacity: int,
              timeout_us: int = 0, regions: tuple = (0, 0, 0)) -> bytes:
     """A GEMM entry. a, b: (data offset, dtype, layout, scales offset or 0); regions: the
     regions A, A's scales and D lie in (version 2; 0 = the arena, offsets then count from
-    the region's start), and optionally a fourth, the CUDA event gemmd's device work waits
-    for (open_event_ipc; 0 = none)."""
+    the region's start)."""
     a_off, a_dt, a_l, a_s = a
     b_off, b_dt, b_l, b_s = b if b is not None else (0, 0, 0, 0)
     return SQE.pack(OP_GEMM, a_dt, a_l, out_dtype, 1 if b is not None else 0, b_dt, b_l, 0,
                     m, n, k, timeout_us, request_id, weight_id, a_off, a_s or 0, b_off, b_s or 0,
-                    d, d_capacity, *(tuple(regions) + (0,) * (4 - len(regions))))
+                    d, d_capacity, *regions)
 
 
 def register_sqe(request_id: int, n: int, k: int, dtype: int, layout: int, data_off: int,
                  scales_off: int, name_off: int, name_len: int) -> bytes:
     return SQE.pack(OP_REGISTER_WEIGHT, dtype, layout, 0, 0, 0, 0, 0, n, 0, k, 0, request_id, 0,
-                    data_off, scales_off, 0, 0, name_off, name_len, 0, 0, 0, 0)
+                    data_off, scales_off, 0, 0, name_off, name_len, 0, 0, 0)
 
 
 def unregister_sqe(request_id: int, weight_id: int) -> bytes:
     return SQE.pack(OP_UNREGISTER_WEIGHT, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, request_id, weight_id,
-                    0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+                    0, 0, 0, 0, 0, 0, 0, 0, 0)
 
 
 def weight_info_sqe(request_id: int, weight_id: int = 0, name_off: int = 0,
                     name_len: int = 0) -> bytes:
     return SQE.pack(OP_WEIGHT_INFO, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, request_id, weight_id, 0, 0,
-                    0, 0, name_off, name_len, 0, 0, 0, 0)
+                    0, 0, name_off, name_len, 0, 0, 0)
 
 
 # ---- The arena's data region ---------------------------------------------------------------
@@ -311,12 +310,6 @@ class Connection:
         """Hands gemmd a CUDA allocation by its cudaIpcMemHandle_t (64 bytes); the region is
         nbytes from the allocation's start. Returns its id."""
         return self.control(CTL_REGION_OPEN, REGION_CUDA_IPC, nbytes, handle=handle)[1]
-
-    def open_event_ipc(self, handle: bytes) -> int:
-        """Hands gemmd an interprocess CUDA event of this process by its cudaIpcEventHandle_t
-        (64 bytes), for entries' ready event (gemm_sqe's regions[3]). Returns its id, which
-        close_region closes."""
-        return self.control(CTL_REGION_OPEN, REGION_CUDA_EVENT, 0, handle=handle)[1]
 
     def close_region(self, region_id: int) -> None:
         """No later entry may name the region; gemmd unmaps it once its requests are done."""
