@@ -13,7 +13,8 @@
 #             0.9 MB-result shape, C gRPC, decode beside prefill); with GEMMD_BASE_DIR (a folder
 #             holding another build's gemmd, e.g. the previous commit's, carried beside the
 #             bundle) the same rows again against it, in the same call; then issue 40's
-#             device-resident workers (c-dev, py-dev) beside c-shm, with torch on the GPU;
+#             device-resident workers (c-dev) beside c-shm with torch on the GPU, and the
+#             Python ones (py-dev, pkg-dev) with the first one's profile (serving.py --profile);
 #   engine    tools/bench/engine_bench.c: decode batches of 1-64 groups (8 rows, their own
 #             4096×4096 weights) through the engine alone, GEMM time per batch and weight TB/s;
 #   bench     the engine's numbers (tools/bench/gpu_engine.sh).
@@ -96,9 +97,10 @@ if [[ " $parts " == *" serving "* ]]; then
     local label=$1 dir=$2
     shift 2
     echo "## [$label] serving.py $*"
-    GEMMD_BIN_DIR=$dir timeout -s KILL 200 python3 tools/bench/serving.py "$@" \
+    GEMMD_BIN_DIR=$dir timeout -s KILL 300 python3 tools/bench/serving.py "$@" \
       --json "$out/serving-$label-$RANDOM.json" >"$out/serving-$label.log" 2>&1 || fail=1
     grep -E '^\| |^mixed|^host' "$out/serving-$label.log" | grep -v '^| client\|^| ---\|^| torch baseline' | sort -u
+    grep -A 30 '^## profile' "$out/serving-$label.log" | head -n 34
   }
   decode="--backend cuda --shape 8x4096x4096 --seconds 2"
   builds=("new:$PWD/.gpu/bin")
@@ -115,11 +117,13 @@ if [[ " $parts " == *" serving "* ]]; then
     serving "$label-mix" "$dir" $decode --workers 16 --clients , --mix c-shm:16:py-shm:2:4096x7168x16384
   done
   # Device-resident operands (issue 40; this build only): C workers with host arenas
-  # against C workers whose A and D sit in their own cudaMalloc block (c-dev), the Python
-  # workers' pair likewise (py-dev: torch CUDA tensors), and torch on the GPU.
-  serving "new-dev" "$PWD/.gpu/bin" $decode --workers 1,8,32,64 --clients c-shm,c-dev,py-dev,pkg-shm,pkg-dev --torch-device --torch
+  # against C workers whose A and D sit in their own cudaMalloc block (c-dev), with both
+  # torch baselines in the same run; then the Python workers (py-dev: gemmd_shm with torch
+  # CUDA tensors; pkg-dev: the package), the first one's profile printed.
+  serving "new-dev" "$PWD/.gpu/bin" $decode --workers 1,8,32,64 --clients c-shm,c-dev --torch-device --torch
   serving "new-dev-0.9MB" "$PWD/.gpu/bin" --backend cuda --shape 64x7168x2048 --seconds 2 --workers 32 \
-    --clients c-shm,c-dev,py-dev
+    --clients c-shm,c-dev --torch-device --torch
+  serving "new-dev-py" "$PWD/.gpu/bin" $decode --workers 1,32 --clients py-dev,pkg-dev --profile
 fi
 if [[ " $parts " == *" engine "* ]]; then
   for kk in wgmma cublaslt; do
