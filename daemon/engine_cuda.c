@@ -642,17 +642,22 @@ static int copies_room(slot_t *s, uint32_t n_requests) {
   return 0;
 }
 
-static gemmd_gpu_copy_t dev_copy(const void *src, void *dst, uint32_t rows, uint32_t row_bytes, uint32_t src_pitch,
-                                 uint32_t dst_pitch) {
-  return (gemmd_gpu_copy_t){(uint64_t)(uintptr_t)src, (uint64_t)(uintptr_t)dst, rows, row_bytes, src_pitch, dst_pitch};
+static gemmd_gpu_copy_t dev_copy(const void *src, void *dst, uint32_t rows, uint32_t row_bytes,
+                                 uint32_t src_pitch, uint32_t dst_pitch) {
+  return (gemmd_gpu_copy_t){(uint64_t)(uintptr_t)src, (uint64_t)(uintptr_t)dst, rows, row_bytes,
+                            src_pitch, dst_pitch};
 }
 
 /* Appends a flat copy of `bytes` to the slot's list: whole MiB as rows of one, the rest
  * after (a copy's row is 32 bits); at most two entries. */
-static void add_flat_copy(slot_t *s, uint32_t *n, const uint8_t *src, uint8_t *dst, uint64_t bytes) {
-  const uint64_t mib = 1u << 20, rows = bytes / mib, rest = bytes % mib;
-  if (rows > 0) s->copies[(*n)++] = dev_copy(src, dst, (uint32_t)rows, (uint32_t)mib, (uint32_t)mib, (uint32_t)mib);
-  if (rest > 0) s->copies[(*n)++] = dev_copy(src + rows * mib, dst + rows * mib, 1, (uint32_t)rest, 0, 0);
+static void add_flat_copy(slot_t *s, uint32_t *n, const void *src, void *dst, uint64_t bytes) {
+  const uint32_t mib = 1u << 20;
+  const uint64_t rows = bytes / mib, whole = rows * mib;
+  if (rows > 0) s->copies[(*n)++] = dev_copy(src, dst, (uint32_t)rows, mib, mib, mib);
+  if (bytes > whole) {
+    s->copies[(*n)++] = dev_copy((const uint8_t *)src + whole, (uint8_t *)dst + whole, 1,
+                                 (uint32_t)(bytes - whole), 0, 0);
+  }
 }
 
 /* A in the client's device memory (a_device): its rows into the A arena, over the zeroed
@@ -662,23 +667,22 @@ static void add_flat_copy(slot_t *s, uint32_t *n, const uint8_t *src, uint8_t *d
  * for the whole batch. */
 static cudaError_t device_a_copies(slot_t *s, const layout_t *L, const gemmd_batch_t *b) {
   const gemmd_quant_job_t *jobs = quant_jobs(s, L, b);
-  cudaError_t err = cudaSuccess;
   uint32_t j = 0, n = 0;
-  for (uint32_t i = 0; i < b->n_requests && !err; i++) {
+  for (uint32_t i = 0; i < b->n_requests; i++) {
     const gemmd_request_t *r = b->requests[i];
     const gemmd_quant_job_t *q = r->a_raw != NULL ? &jobs[j++] : NULL;
     if (r->a_device && q != NULL) {
-      add_flat_copy(s, &n, (const uint8_t *)r->a_raw, s->dev + L->h.raw_arena + q->src_offset,
+      add_flat_copy(s, &n, r->a_raw, s->dev + L->h.raw_arena + q->src_offset,
                     (uint64_t)r->m * r->k * gemmd_dtype_size(r->a_raw_dtype));
     } else if (r->a_device) {
       const uint32_t lda = b->table[r->group].lda;
       s->copies[n++] = dev_copy(r->a, s->dev + L->h.a_arena + r->a_offset, r->m, r->k, r->k, lda);
-      uint8_t *sa = s->dev + L->h.sa_arena + sizeof(float) * (uint64_t)r->sa_offset;
-      add_flat_copy(s, &n, (const uint8_t *)r->a_scales, sa, sizeof(float) * (uint64_t)gemmd_group_sa_count(r->m, r->k));
+      add_flat_copy(s, &n, r->a_scales, (float *)(void *)(s->dev + L->h.sa_arena) + r->sa_offset,
+                    sizeof(float) * (uint64_t)gemmd_group_sa_count(r->m, r->k));
     }
   }
-  if (!err && n > 0 && gemmd_gpu_copy_many(s->copies, n, s->stream) != GEMMD_OK) err = cudaErrorLaunchFailure;
-  return err;
+  if (n > 0 && gemmd_gpu_copy_many(s->copies, n, s->stream) != GEMMD_OK) return cudaErrorLaunchFailure;
+  return cudaSuccess;
 }
 
 /* Everything before D reaches the device: the staged bytes from the pinned copy, the A
