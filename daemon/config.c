@@ -108,6 +108,11 @@ static const opt_t options[] = {
     INT(engine_spin_us, "engine-spin-us", "200", 0, 100000,
         "CUDA engine: its staging and completion threads poll this many us for work and for "
         "the GPU before they sleep (lower latency, a busy core while batches run)"),
+    INT(engine_copy_kernel_bytes, "engine-copy-kernel-bytes", "1048576", 0, 1073741824,
+        "CUDA engine: a batch whose staged upload, or whose results, are at most this many bytes "
+        "moves them with a copy kernel reading and writing pinned host memory over PCIe, not "
+        "with the copy engines' DMAs (0: always DMA): its kernels start sooner and it does not "
+        "queue behind large requests' DMAs (docs/bench/serving.md)"),
     INT(engine_slots, "engine-slots", "4", 1, 8,
         "CUDA engine: batches in flight at once, each with its own device buffer, pinned "
         "copy and stream: later batches stage and queue while one computes (docs/bench/serving.md)"),

@@ -49,6 +49,7 @@ typedef struct gemmd_config_s {
   int64_t test_fault_after_batches;
   int64_t engine_spin_us;
   int64_t engine_slots;
+  int64_t engine_copy_kernel_bytes;
   int64_t cpu_threads;
   int64_t cpu_inline_flops;
   /* Weights. */

@@ -96,7 +96,8 @@ int gemmd_engine_cpu_create(int threads, double inline_flops, gemmd_engine_done_
  * fault_after: tests only, 0 = never; else make the device fail on that batch.
  * spin_us: the staging and completion threads poll this long for work / for the GPU
  * before they sleep (0: sleep at once). slots: batches in flight at once (1..8), each with
- * its own device buffer, pinned copy and stream.
+ * its own device buffer, pinned copy and stream. copy_kernel_bytes: a batch's upload and
+ * its results of at most this many bytes each go by copy kernel over PCIe (0: by DMA).
  * Returns 0, or GEMMD_ENOTSUP with why (no GPU, not sm_90, built without CUDA). */
 typedef struct gemmd_cuda_options_s {
   int device;
@@ -107,6 +108,7 @@ typedef struct gemmd_cuda_options_s {
   int64_t slots;
   int64_t choice_samples;   /* kernel "measured": runs of each kernel before a signature is decided */
   const char *choices_path; /* kernel "measured": where the choices persist (NULL: nowhere) */
+  int64_t copy_kernel_bytes;
 } gemmd_cuda_options_t;
 
 int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn done,

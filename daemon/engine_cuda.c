@@ -143,6 +143,11 @@ struct cuda_engine_s {
   pthread_t finishers[N_FINISHERS];
   finisher_arg_t finisher_args[N_FINISHERS];
   uint64_t spin_ns;
+  /* A batch's upload, and its results, of at most this many bytes go by copy kernel
+   * (--engine-copy-kernel-bytes; 0: never); arena_by_kernel: registered arenas may be
+   * written by a kernel through their host pointers. */
+  uint64_t copy_kernel_bytes;
+  int arena_by_kernel;
   uint64_t lt_clock;
   int stop;
   atomic_int failed;
@@ -627,13 +632,15 @@ static int stage(const cuda_engine_t *e, slot_t *s, gemmd_batch_t *b, const layo
 static int fault_kernel_launch(cudaStream_t stream);
 
 /* The most entries a batch's copy list takes: per request, A's rows and its scales (a
- * flat copy may take two entries) before the GEMM, or D's (two) after. */
+ * flat copy may take two entries) before the GEMM, or D's (two) after; and a flat copy of
+ * the whole (two) where the staged upload or the results' download go by kernel. */
 #define COPIES_PER_REQUEST 3u
+#define COPIES_PER_BATCH 2u
 
 /* Room in the slot's copy list for the batch, made while it is staged, so that a host
  * allocation that fails fails the batch and is never taken for the GPU's failure. */
 static int copies_room(slot_t *s, uint32_t n_requests) {
-  const uint32_t n = COPIES_PER_REQUEST * n_requests;
+  const uint32_t n = COPIES_PER_REQUEST * n_requests + COPIES_PER_BATCH;
   if (n <= s->copies_cap) return 0;
   gemmd_gpu_copy_t *p = realloc(s->copies, (size_t)n * sizeof *p);
   if (p == NULL) return -1;
@@ -688,8 +695,19 @@ static cudaError_t device_a_copies(slot_t *s, const layout_t *L, const gemmd_bat
 /* Everything before D reaches the device: the staged bytes from the pinned copy, the A
  * rows of requests that go direct (gemmd_batch_a_direct) from their registered arenas,
  * so that a large A is never copied on the host, and A in device memory. Requests are in
- * a_offset order. */
-static cudaError_t upload(slot_t *s, const layout_t *L, const gemmd_batch_t *b) {
+ * a_offset order. A batch without direct A whose staged bytes are at most
+ * copy_kernel_bytes has them read from the pinned copy by the copy kernel, over PCIe:
+ * the GEMM after a kernel starts sooner than after a DMA, and a small batch does not
+ * queue behind a large request's DMAs on the copy engines (docs/bench/serving.md). */
+static cudaError_t upload(const cuda_engine_t *e, slot_t *s, const layout_t *L, const gemmd_batch_t *b) {
+  int direct = 0;
+  for (uint32_t i = 0; i < b->n_requests && !direct; i++) direct = gemmd_batch_a_direct(b, b->requests[i]);
+  if (!direct && L->in_bytes <= e->copy_kernel_bytes) {
+    uint32_t n = 0;
+    add_flat_copy(s, &n, s->host, s->dev, L->in_bytes);
+    if (gemmd_gpu_copy_many(s->copies, n, s->stream) != GEMMD_OK) return cudaErrorLaunchFailure;
+    return device_a_copies(s, L, b); /* a launch of its own: it writes over staged rows */
+  }
   cudaError_t err = cudaSuccess;
   uint64_t from = 0; /* bytes of the pinned copy uploaded so far */
   for (uint32_t i = 0; i < b->n_requests && !err; i++) {
@@ -705,11 +723,6 @@ static cudaError_t upload(slot_t *s, const layout_t *L, const gemmd_batch_t *b) 
   }
   if (!err) err = device_a_copies(s, L, b);
   return err;
-}
-
-static cudaError_t download(slot_t *s, const layout_t *L, const gemmd_batch_t *b) {
-  return cudaMemcpyAsync(s->host + L->h.d_arena, s->dev + L->h.d_arena, align256(b->d_bytes),
-                         cudaMemcpyDeviceToHost, s->stream);
 }
 
 /* Marks a point of the batch's device work on its stream; inside a capture, as a node of
@@ -800,6 +813,45 @@ static uint64_t lt_key(const gemmd_batch_t *b, const layout_t *L) {
   return h;
 }
 
+/* The batch's results, after its GEMM: into the pinned buffer for requests that read D
+ * there (gRPC; a batch of shared-memory requests needs none of it), straight into
+ * clients' registered arenas, and into regions of their device memory. Results of at most
+ * copy_kernel_bytes, and those in device memory, go by one copy-kernel launch (the kernel
+ * writes pinned host memory through its mapping, over PCIe); larger ones by DMA, a 2 MiB
+ * piece of an arena each. An arena not pinned gets its result from the pinned buffer,
+ * copied by a finishing thread (answer_batch). */
+static cudaError_t result_copies(const cuda_engine_t *e, slot_t *s, const layout_t *L, const gemmd_batch_t *b,
+                                 const char **step) {
+  const int by_kernel = align256(b->d_bytes) <= e->copy_kernel_bytes;
+  int host_readers = 0;
+  for (uint32_t i = 0; i < b->n_requests; i++) {
+    const gemmd_request_t *r = b->requests[i];
+    host_readers += r->d_dest == NULL || (!r->d_dest_pinned && !r->d_device);
+  }
+  cudaError_t err = cudaSuccess;
+  uint32_t n = 0;
+  uint8_t *const d_dev = s->dev + L->h.d_arena;
+  if (host_readers > 0) {
+    *step = "download";
+    if (by_kernel) {
+      add_flat_copy(s, &n, d_dev, s->host + L->h.d_arena, align256(b->d_bytes));
+    } else {
+      err = cudaMemcpyAsync(s->host + L->h.d_arena, d_dev, align256(b->d_bytes), cudaMemcpyDeviceToHost, s->stream);
+    }
+  }
+  *step = "result copies";
+  for (uint32_t i = 0; i < b->n_requests && !err; i++) {
+    const gemmd_request_t *r = b->requests[i];
+    if (r->d_device || (r->d_dest != NULL && r->d_dest_pinned && by_kernel && e->arena_by_kernel)) {
+      add_flat_copy(s, &n, d_dev + r->d_offset, r->d_dest, r->d_bytes);
+    } else if (r->d_dest != NULL && r->d_dest_pinned) {
+      err = host_dma(d_dev + r->d_offset, r->d_dest, r->d_bytes, cudaMemcpyDeviceToHost, s->stream);
+    }
+  }
+  if (!err && n > 0 && gemmd_gpu_copy_many(s->copies, n, s->stream) != GEMMD_OK) err = cudaErrorLaunchFailure;
+  return err;
+}
+
 static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_batch_t *b,
                           const char **step) {
   *step = "event";
@@ -811,7 +863,7 @@ static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_
     fault_kernel_launch(s->stream);
   }
   *step = "upload";
-  err = upload(s, L, b);
+  err = upload(e, s, L, b);
   if (err) return err;
   if (!e->use_graphs) {
     *step = "kernels";
@@ -847,35 +899,7 @@ static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_
     err = cudaGraphLaunch(exec, s->stream);
     b->graph_replays++;
   }
-  /* D comes back to the pinned buffer only for requests that read it there (gRPC); a
-   * batch of shared-memory requests gets just their own DMAs below. */
-  int host_readers = 0;
-  for (uint32_t i = 0; i < b->n_requests; i++) {
-    const gemmd_request_t *r = b->requests[i];
-    host_readers += r->d_dest == NULL || (!r->d_dest_pinned && !r->d_device);
-  }
-  if (!err && host_readers > 0) {
-    *step = "download";
-    err = download(s, L, b);
-  }
-  if (err) return err;
-  *step = "result copies";
-  /* Shared-memory results go straight into the client's registered arena: a DMA per 2 MiB
-   * piece; into regions of clients' device memory, one copy launch for the batch. An
-   * arena that is not pinned gets its result from the pinned buffer, copied by a finishing
-   * thread (answer_batch). */
-  uint32_t n_dev = 0;
-  for (uint32_t i = 0; i < b->n_requests && !err; i++) {
-    const gemmd_request_t *r = b->requests[i];
-    if (r->d_device) {
-      add_flat_copy(s, &n_dev, s->dev + L->h.d_arena + r->d_offset, r->d_dest, r->d_bytes);
-    } else if (r->d_dest != NULL && r->d_dest_pinned) {
-      err = host_dma(s->dev + L->h.d_arena + r->d_offset, r->d_dest, r->d_bytes, cudaMemcpyDeviceToHost, s->stream);
-    }
-  }
-  if (!err && n_dev > 0 && gemmd_gpu_copy_many(s->copies, n_dev, s->stream) != GEMMD_OK) {
-    err = cudaErrorLaunchFailure;
-  }
+  if (!err) err = result_copies(e, s, L, b, step);
   if (!err) err = cudaEventRecord(s->stop, s->stream);
   e->batches++;
   return err;
@@ -1294,6 +1318,12 @@ int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn
   e->use_graphs = o->graphs;
   e->fault_after = o->fault_after;
   e->spin_ns = o->spin_us > 0 ? (uint64_t)o->spin_us * 1000u : 0;
+  e->copy_kernel_bytes = o->copy_kernel_bytes > 0 ? (uint64_t)o->copy_kernel_bytes : 0;
+  if (cudaDeviceGetAttribute(&e->arena_by_kernel, cudaDevAttrCanUseHostPointerForRegisteredMem, o->device) !=
+      cudaSuccess) {
+    e->arena_by_kernel = 0;
+    cudaGetLastError();
+  }
   e->base.ops = &cuda_ops;
   e->base.backend = "cuda";
   e->n_slots = o->slots >= 1 && o->slots <= MAX_SLOTS ? (unsigned)o->slots : 2;

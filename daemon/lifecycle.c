@@ -216,7 +216,8 @@ static int create_engine(gemmd_server_t *srv) {
                                     cfg->engine_spin_us,
                                     cfg->engine_slots,
                                     cfg->kernel_choice_samples,
-                                    cfg->weight_dir[0] != '\0' ? choices_path : NULL};
+                                    cfg->weight_dir[0] != '\0' ? choices_path : NULL,
+                                    cfg->engine_copy_kernel_bytes};
     const int rc = gemmd_engine_cuda_create(&o, gemmd_server_engine_done, srv, &srv->engine, why, sizeof why);
     if (rc == GEMMD_OK) {
       gemmd_log(GEMMD_LOG_INFO, "backend chosen", "backend=cuda device=\"%s\"", srv->engine->device);

@@ -10,7 +10,7 @@
 namespace {
 
 constexpr int kThreads = 256;
-constexpr uint32_t kMaxBlocksPerCopy = 128;
+constexpr uint32_t kMaxBlocksPerCopy = 256;
 
 struct CopyList {
   gemmd_gpu_copy_t c[GEMMD_GPU_COPIES_PER_LAUNCH];
@@ -59,9 +59,10 @@ extern "C" int gemmd_gpu_copy_many(const gemmd_gpu_copy_t *copies, uint32_t n, c
       const uint64_t bytes = static_cast<uint64_t>(list.c[i].rows) * list.c[i].row_bytes;
       largest = bytes > largest ? bytes : largest;
     }
-    // Enough blocks that the largest copy's threads move about 64 bytes each (16 per
-    // iteration, 4 iterations), at most kMaxBlocksPerCopy.
-    uint64_t blocks = (largest + kThreads * 64 - 1) / (kThreads * 64);
+    // Enough blocks that each thread of the largest copy moves one 16-byte vector, at most
+    // kMaxBlocksPerCopy: a thread's next load waits for its store, and a load from pinned
+    // host memory is a PCIe round trip (µs), so a small copy from the host takes one.
+    uint64_t blocks = (largest + kThreads * 16 - 1) / (kThreads * 16);
     blocks = blocks < 1 ? 1 : blocks > kMaxBlocksPerCopy ? kMaxBlocksPerCopy : blocks;
     copy_many<<<dim3(static_cast<uint32_t>(blocks), count), kThreads, 0, stream>>>(list);
     if (cudaGetLastError() != cudaSuccess) return GEMMD_EDEVICE;

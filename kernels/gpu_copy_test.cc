@@ -1,6 +1,7 @@
 // gemmd_gpu_copy_many against the host: flat and strided copies, 16-byte and unaligned
-// ones, lists longer than one launch, bytes between rows and past the ends untouched; and
-// its argument checks. Needs the GPU (tag gpu).
+// ones, lists longer than one launch, bytes between rows and past the ends untouched;
+// copies that read pinned host memory and write registered host memory (the engine's small
+// batches, over PCIe); and its argument checks. Needs the GPU (tag gpu).
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
@@ -80,6 +81,53 @@ void check_random(std::mt19937_64 &rng, uint32_t n, bool aligned, bool big = fal
   CUDA_OK(cudaFree(d_dst));
 }
 
+// The engine's small batches: the staged bytes read from pinned memory (cudaMallocHost)
+// into the device, and results written from the device into memory registered with
+// cudaHostRegister (a client's arena), through the host pointers, at an aligned and an
+// unaligned offset; the bytes around them untouched.
+void check_host_memory(std::mt19937_64 &rng) {
+  const size_t bytes = 3u << 20, arena_bytes = 4u << 20;
+  uint8_t *pinned, *d_buf;
+  CUDA_OK(cudaMallocHost(reinterpret_cast<void **>(&pinned), bytes));
+  CUDA_OK(cudaMalloc(reinterpret_cast<void **>(&d_buf), bytes));
+  std::vector<uint8_t> want(bytes), got(bytes);
+  for (size_t i = 0; i < bytes; i++) pinned[i] = want[i] = static_cast<uint8_t>(rng());
+  CUDA_OK(cudaMemset(d_buf, 0, bytes));
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreate(&s));
+  // 1 MiB rows and a tail, as the engine's flat copies are.
+  const gemmd_gpu_copy_t up[] = {{reinterpret_cast<uint64_t>(pinned), reinterpret_cast<uint64_t>(d_buf), 2,
+                                  1u << 20, 1u << 20, 1u << 20},
+                                 {reinterpret_cast<uint64_t>(pinned + (2u << 20)),
+                                  reinterpret_cast<uint64_t>(d_buf + (2u << 20)), 1, 1u << 20, 0, 0}};
+  EXPECT(gemmd_gpu_copy_many(up, 2, s) == GEMMD_OK, "upload from pinned memory launches");
+  CUDA_OK(cudaStreamSynchronize(s));
+  CUDA_OK(cudaMemcpy(got.data(), d_buf, bytes, cudaMemcpyDeviceToHost));
+  EXPECT(got == want, "pinned host memory read by the kernel differs");
+
+  uint8_t *arena = static_cast<uint8_t *>(std::aligned_alloc(4096, arena_bytes));
+  std::vector<uint8_t> arena_want(arena_bytes);
+  for (size_t i = 0; i < arena_bytes; i++) arena[i] = arena_want[i] = static_cast<uint8_t>(rng());
+  CUDA_OK(cudaHostRegister(arena, arena_bytes, cudaHostRegisterDefault));
+  const uint32_t n1 = 65536, n2 = 12345;
+  const size_t at1 = 4096, at2 = (2u << 20) - 7;  // the second crosses 2 MiB, unaligned
+  const gemmd_gpu_copy_t down[] = {
+      {reinterpret_cast<uint64_t>(d_buf), reinterpret_cast<uint64_t>(arena + at1), 1, n1, 0, 0},
+      {reinterpret_cast<uint64_t>(d_buf + 3), reinterpret_cast<uint64_t>(arena + at2), 1, n2, 0, 0}};
+  EXPECT(gemmd_gpu_copy_many(down, 2, s) == GEMMD_OK, "results into registered memory launch");
+  CUDA_OK(cudaStreamSynchronize(s));
+  std::memcpy(&arena_want[at1], &want[0], n1);
+  std::memcpy(&arena_want[at2], &want[3], n2);
+  EXPECT(std::memcmp(arena, arena_want.data(), arena_bytes) == 0, "registered host memory written by the kernel differs");
+  std::printf("    host memory: pinned -> device, device -> registered: %s\n",
+              got == want && std::memcmp(arena, arena_want.data(), arena_bytes) == 0 ? "equal" : "DIFFER");
+  CUDA_OK(cudaHostUnregister(arena));
+  std::free(arena);
+  CUDA_OK(cudaStreamDestroy(s));
+  CUDA_OK(cudaFree(d_buf));
+  CUDA_OK(cudaFreeHost(pinned));
+}
+
 }  // namespace
 
 int main() {
@@ -93,6 +141,7 @@ int main() {
   }
   // One large flat copy (a prefill's result): many blocks share it.
   check_random(rng, 1, true, true);
+  check_host_memory(rng);
   gemmd_gpu_copy_t bad = {16, 32, 2, 100, 50, 100};  // src pitch below the row
   EXPECT(gemmd_gpu_copy_many(&bad, 1, 0) == GEMMD_EINVAL, "a pitch below the row is refused");
   gemmd_gpu_copy_t null_src = {0, 32, 1, 100, 100, 100};

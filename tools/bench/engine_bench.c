@@ -7,6 +7,7 @@
  *
  *   engine_bench [--backend cuda|cpu] [--groups 1,8,32,64] [--m 8] [--n 4096] [--k 4096]
  *                [--reps 50] [--kernel wgmma|cublaslt] [--graphs on|off]
+ *                [--copy-kernel-bytes 1048576]
  *
  * No serving around it: one batch in flight, so its kernels have the GPU alone. */
 #include <inttypes.h>
@@ -72,13 +73,15 @@ static int cmp_u64(const void *a, const void *b) {
 
 static int usage(void) {
   fprintf(stderr, "usage: engine_bench [--backend cuda|cpu] [--groups 1,8,32,64] [--m 8] [--n 4096] "
-                  "[--k 4096] [--reps 50] [--kernel wgmma|cublaslt] [--graphs on|off]\n");
+                  "[--k 4096] [--reps 50] [--kernel wgmma|cublaslt] [--graphs on|off] "
+                  "[--copy-kernel-bytes 1048576]\n");
   return 2;
 }
 
 int main(int argc, char **argv) {
   const char *backend = "cuda", *groups_arg = "1,8,32,64", *kernel = "wgmma", *graphs = "on";
   uint32_t m = 8, n = 4096, k = 4096, reps = 50;
+  int64_t copy_kernel_bytes = 1 << 20; /* gemmd's default (--engine-copy-kernel-bytes) */
   for (int i = 1; i < argc; i++) {
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (v == NULL) return usage();
@@ -90,6 +93,7 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--n") == 0) n = (uint32_t)strtoul(v, NULL, 10);
     else if (strcmp(argv[i], "--k") == 0) k = (uint32_t)strtoul(v, NULL, 10);
     else if (strcmp(argv[i], "--reps") == 0) reps = (uint32_t)strtoul(v, NULL, 10);
+    else if (strcmp(argv[i], "--copy-kernel-bytes") == 0) copy_kernel_bytes = strtoll(v, NULL, 10);
     else return usage();
     i++;
   }
@@ -111,7 +115,7 @@ int main(int argc, char **argv) {
     rc = gemmd_engine_cpu_create(0, 0.0, on_done, &waiter, &eng);
   } else {
 #ifdef GEMMD_HAVE_CUDA
-    const gemmd_cuda_options_t o = {0, kernel, strcmp(graphs, "on") == 0, 0, 0, 1, 3, NULL};
+    const gemmd_cuda_options_t o = {0, kernel, strcmp(graphs, "on") == 0, 0, 0, 1, 3, NULL, copy_kernel_bytes};
     rc = gemmd_engine_cuda_create(&o, on_done, &waiter, &eng, why, sizeof why);
 #endif
   }
