@@ -12,7 +12,7 @@ from ._arrays import (NP_DTYPE, device_operand, is_cuda, like, operand, out_dtyp
 from ._balanced import BalancedTransport, endpoints
 from ._grpc import GrpcTransport
 from ._shm_transport import ShmTransport
-from ._types import HealthStatus, RequestStats, WeightInfo
+from ._types import HealthStatus, Quantized, RequestStats, WeightInfo
 from ._regions import SharedBuffer
 from .errors import GemmdError, StatusCode, invalid, wait
 
@@ -48,9 +48,10 @@ class _Prepared:
 
     def __init__(self, a: Any, weight: Any, out_dtype: Any, a_scales: Any, a_layout: Any,
                  b_scales: Any, b_layout: Any, out: Any, return_stats: bool, in_place: bool):
-        # A on a GPU: read there by gemmd over shared memory (in_place), else brought to the
-        # host; either way D comes back on A's device.
-        self.device = a.device if is_cuda(a) else None
+        # A on a GPU (a tensor, or a Quantized of one): read there by gemmd over shared
+        # memory (in_place), else brought to the host; either way D comes back on A's device.
+        data = a.data if isinstance(a, Quantized) else a
+        self.device = data.device if is_cuda(data) else None
         self.out_dtype = _out_dtype(out_dtype)
         if self.device is not None and in_place:
             self.a, self.torch_like = device_operand(a, a_scales, a_layout), True

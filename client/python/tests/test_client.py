@@ -322,6 +322,41 @@ def test_one_thread_worker_takes_its_own_answers(client, monkeypatch):
     client.unregister_weight(info)
 
 
+def test_worker_spins_again_after_slow_answers(client, monkeypatch):
+    """A one-thread worker whose answers were slow stops spinning; once answers come fast
+    again it spins again, however long the completion thread's hand-off takes: the average
+    it decides by is of the answers' arrival, not of the hand-off (which in Python can take
+    longer than the spin budget, and kept such a worker from ever spinning again)."""
+    if client.transport != "shm":
+        pytest.skip("shared memory only")
+    from gemmd import _shm_transport as T
+
+    monkeypatch.setattr(T, "SPIN_S", 0.05)
+    wait = T.wait
+
+    def slow_hand_off(fut, timeout):  # a hand-off longer than the budget
+        handed = not fut.done()
+        value = wait(fut, timeout)
+        if handed:
+            time.sleep(0.08)
+        return value
+    monkeypatch.setattr(T, "wait", slow_hand_off)
+    info = client.register_weight("spins-again", np.ones((16, 16), np.float32))
+    mine, complete = [0], T.ShmTransport._complete
+
+    def counting(self, c):
+        mine[0] += threading.current_thread() is threading.main_thread()
+        return complete(self, c)
+    monkeypatch.setattr(T.ShmTransport, "_complete", counting)
+    client._t._answer_s = 1.0  # as after a phase of slow answers
+    for _ in range(60):
+        client.gemm(np.ones((1, 16), np.float32), info, out_dtype="fp32")
+    # The average falls below the budget after ~25 answers; spinning from then on. Judged
+    # by the hand-off instead, it stays above and the worker never spins: 0.
+    assert mine[0] >= 5, mine[0]
+    client.unregister_weight(info)
+
+
 def test_asyncio(daemon):
     async def main(target):
         async with gemmd.aio.Client(target) as c:

@@ -315,6 +315,10 @@ def test_cuda_tensors_in_place(client, daemon, weight):
     d = client.gemm(a, info, a_scales=sc, out_dtype="fp32")
     assert d.is_cuda and d.dtype == torch.float32 and tuple(d.shape) == (24, N)
     same(d.cpu().numpy(), want)
+    q = gemmd.Quantized(a, sc, ScaleLayout.BLOCK_1X128)  # the same A as a Quantized: in place too
+    d_q = client.gemm(q, info, out_dtype="fp32")
+    assert d_q.is_cuda and tuple(d_q.shape) == (24, N)
+    same(d_q.cpu().numpy(), want)
     out = torch.empty((24, N), dtype=torch.float32, device="cuda")
     assert client.gemm(a, info, a_scales=sc, out_dtype="fp32", out=out) is out
     same(out.cpu().numpy(), want)
@@ -327,6 +331,9 @@ def test_cuda_tensors_in_place(client, daemon, weight):
         over_grpc = g.gemm(a, info, a_scales=sc, out_dtype="fp32")
         assert over_grpc.is_cuda
         same(over_grpc.cpu().numpy(), want)
+        q_grpc = g.gemm(q, info, out_dtype="fp32")
+        assert q_grpc.is_cuda
+        same(q_grpc.cpu().numpy(), want)
     with pytest.raises(gemmd.GemmdError) as e:  # FP8 A with per-row scales: not on the GPU
         client.gemm(a, info, a_scales=torch.ones(24, device="cuda"), a_layout="row")
     assert e.value.code == StatusCode.INVALID_ARGUMENT
