@@ -49,19 +49,7 @@ __device__ __forceinline__ TileRef locate(const gemmd_group_params_t *table, con
     local = t - starts[lo];
   }
   const uint32_t m_tiles = gemmd_ceil_div(table[lo].m, K::BM);
-#ifdef GEMMD_WGMMA_RASTER
-  // Candidate (kernels/bench CANDIDATES "raster<G>"): bands of G row tiles, M first within
-  // a band and then the next column, so that the CTAs of one wave read G row tiles of A
-  // and a few column tiles of B instead of every row tile of A (L2 holds 50 MB; 8192
-  // rows of A at K = 8192 are 67 MB). A group of one row tile (decode) is unchanged.
-  constexpr uint32_t G = GEMMD_WGMMA_RASTER;
-  const uint32_t band_tiles = G * gemmd_ceil_div(table[lo].n, BN);
-  const uint32_t band = local / band_tiles, in_band = local - band * band_tiles;
-  const uint32_t rows = m_tiles - band * G < G ? m_tiles - band * G : G;
-  return {lo, (band * G + in_band % rows) * K::BM, (in_band / rows) * BN, t, part};
-#else
   return {lo, (local % m_tiles) * K::BM, (local / m_tiles) * BN, t, part};
-#endif
 }
 
 // The K blocks [kb0, kb1) of a unit whose tile has `kblocks`: all, or its part's even share.
