@@ -297,6 +297,20 @@ def test_sync_callers_take_each_others_answers(client):
     client.unregister_weight(info)
 
 
+def answers_taken_by_the_caller(monkeypatch):
+    """A one-element list counting the completions handled on the main thread (the caller
+    reading the ring itself) rather than on the completion thread."""
+    from gemmd import _shm_transport as T
+
+    mine, complete = [0], T.ShmTransport._complete
+
+    def counting(self, c):
+        mine[0] += threading.current_thread() is threading.main_thread()
+        return complete(self, c)
+    monkeypatch.setattr(T.ShmTransport, "_complete", counting)
+    return mine
+
+
 def test_one_thread_worker_takes_its_own_answers(client, monkeypatch):
     """Over shared memory, a worker sending one request at a time from one thread reads the
     completion ring itself (ShmTransport.wait) instead of waiting for the completion
@@ -307,12 +321,7 @@ def test_one_thread_worker_takes_its_own_answers(client, monkeypatch):
 
     monkeypatch.setattr(T, "SPIN_S", 0.05)  # long enough for a loaded test machine
     info = client.register_weight("own-answers", np.ones((16, 16), np.float32))
-    mine, complete = [0], T.ShmTransport._complete
-
-    def counting(self, c):
-        mine[0] += threading.current_thread() is threading.main_thread()
-        return complete(self, c)
-    monkeypatch.setattr(T.ShmTransport, "_complete", counting)
+    mine = answers_taken_by_the_caller(monkeypatch)
     for _ in range(100):
         # ones quantize to one FP8 code; the scales' product comes within FP32 rounding of 1
         assert client.gemm(np.ones((1, 16), np.float32), info, out_dtype="fp32")[0, 0] == pytest.approx(16, rel=1e-5)
@@ -342,12 +351,7 @@ def test_worker_spins_again_after_slow_answers(client, monkeypatch):
         return value
     monkeypatch.setattr(T, "wait", slow_hand_off)
     info = client.register_weight("spins-again", np.ones((16, 16), np.float32))
-    mine, complete = [0], T.ShmTransport._complete
-
-    def counting(self, c):
-        mine[0] += threading.current_thread() is threading.main_thread()
-        return complete(self, c)
-    monkeypatch.setattr(T.ShmTransport, "_complete", counting)
+    mine = answers_taken_by_the_caller(monkeypatch)
     client._t._answer_s = 1.0  # as after a phase of slow answers
     for _ in range(60):
         client.gemm(np.ones((1, 16), np.float32), info, out_dtype="fp32")
