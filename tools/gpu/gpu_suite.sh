@@ -9,12 +9,13 @@
 #   python    the Python package's pytest suite against --backend cuda (torch tensors);
 #   nvml      the gemmd_gpu_* gauges of a running gemmd;
 #   weights   tools/bench/weights_io.py on the CUDA backend;
-#   serving   issue 33's table (tools/bench/serving.py: C shm at 1-64 workers with torch, the
-#             0.9 MB-result shape, C gRPC, decode beside prefill); with GEMMD_BASE_DIR (a folder
-#             holding another build's gemmd, e.g. the previous commit's, carried beside the
-#             bundle) the same rows again against it, in the same call; then issue 40's
-#             device-resident workers (c-dev) beside c-shm with torch on the GPU, and the
-#             Python ones (py-dev, pkg-dev) with the first one's profile (serving.py --profile);
+#   serving   issues 33's and 40's tables (tools/bench/serving.py: C shm and C device-resident
+#             workers at 1-64 with both torch baselines, the 0.9 MB-result shape, C gRPC,
+#             decode beside prefill); with GEMMD_BASE_DIR (a folder holding another build's
+#             gemmd, e.g. the previous commit's, carried beside the bundle) the host-arena
+#             rows again against it, in the same call; then gRPC with gemmd's threads not
+#             polling, and the Python device workers (py-dev, pkg-dev) with the first one's
+#             profile (serving.py --profile);
 #   engine    tools/bench/engine_bench.c: decode batches of 1-64 groups (8 rows, their own
 #             4096×4096 weights) through the engine alone, GEMM time per batch and weight TB/s;
 #   bench     the engine's numbers (tools/bench/gpu_engine.sh).
@@ -108,21 +109,23 @@ if [[ " $parts " == *" serving "* ]]; then
     ln -sf "$PWD/.gpu/bin/serving_worker" "$GEMMD_BASE_DIR/serving_worker"
     builds+=("base:$GEMMD_BASE_DIR")
   fi
+  # This build: C workers with host arenas (issue 33) and C workers whose A and D sit in
+  # their own cudaMalloc block (c-dev, issue 40) in one run with both torch baselines (the
+  # requests on the host, and already on the GPU); a base build: the host-arena rows alone.
   for b in "${builds[@]}"; do
     label=${b%%:*} dir=${b#*:}
-    torch=$([ "$label" = new ] && echo --torch)
-    serving "$label" "$dir" $decode --workers 1,8,32,64 --clients c-shm $torch
-    serving "$label-0.9MB" "$dir" --backend cuda --shape 64x7168x2048 --seconds 2 --workers 32 --clients c-shm $torch
+    clients=c-shm torch=""
+    [ "$label" = new ] && clients=c-shm,c-dev torch="--torch --torch-device"
+    serving "$label" "$dir" $decode --workers 1,8,32,64 --clients $clients $torch
+    serving "$label-0.9MB" "$dir" --backend cuda --shape 64x7168x2048 --seconds 2 --workers 32 --clients $clients $torch
     serving "$label-grpc" "$dir" $decode --weights 16 --workers 1,32 --clients c-grpc
     serving "$label-mix" "$dir" $decode --workers 16 --clients , --mix c-shm:16:py-shm:2:4096x7168x16384
   done
-  # Device-resident operands (issue 40; this build only): C workers with host arenas
-  # against C workers whose A and D sit in their own cudaMalloc block (c-dev), with both
-  # torch baselines in the same run; then the Python workers (py-dev: gemmd_shm with torch
-  # CUDA tensors; pkg-dev: the package), the first one's profile printed.
-  serving "new-dev" "$PWD/.gpu/bin" $decode --workers 1,8,32,64 --clients c-shm,c-dev --torch-device --torch
-  serving "new-dev-0.9MB" "$PWD/.gpu/bin" --backend cuda --shape 64x7168x2048 --seconds 2 --workers 32 \
-    --clients c-shm,c-dev --torch-device --torch
+  # gRPC with gemmd's threads sleeping at once instead of polling (at 32 workers the
+  # machine's cores are nearly all busy); the Python device workers (py-dev: gemmd_shm
+  # with torch CUDA tensors; pkg-dev: the package), the first one's profile printed.
+  serving "new-grpc-nospin" "$PWD/.gpu/bin" $decode --weights 16 --workers 1,32 --clients c-grpc \
+    --gemmd-args=--engine-spin-us=0,--loop-spin-us=0
   serving "new-dev-py" "$PWD/.gpu/bin" $decode --workers 1,32 --clients py-dev,pkg-dev --profile
 fi
 if [[ " $parts " == *" engine "* ]]; then
