@@ -14,8 +14,8 @@
 #             decode beside prefill); with GEMMD_BASE_DIR (a folder holding another build's
 #             gemmd, e.g. the previous commit's, carried beside the bundle) the host-arena
 #             rows again against it, in the same call; then gRPC with gemmd's threads not
-#             polling, and the Python device workers (py-dev, pkg-dev) with the first one's
-#             profile (serving.py --profile);
+#             polling, c-dev with 2 and 3 engine slots, and the Python device workers
+#             (py-dev, pkg-dev) with the first one's profile (serving.py --profile);
 #   engine    tools/bench/engine_bench.c: decode batches of 1-64 groups (8 rows, their own
 #             4096×4096 weights) through the engine alone, GEMM time per batch and weight TB/s;
 #   bench     the engine's numbers (tools/bench/gpu_engine.sh).
@@ -126,6 +126,11 @@ if [[ " $parts " == *" serving "* ]]; then
   # with torch CUDA tensors; pkg-dev: the package), the first one's profile printed.
   serving "new-grpc-nospin" "$PWD/.gpu/bin" $decode --weights 16 --workers 1,32 --clients c-grpc \
     --gemmd-args=--engine-spin-us=0,--loop-spin-us=0
+  # Fewer engine slots, so that batches of device-resident requests grow (issue 40 at 32
+  # workers: 13-14 requests a batch at 64, 6.7 at 32, with 4 slots).
+  for slots in 2 3; do
+    serving "new-dev-slots$slots" "$PWD/.gpu/bin" $decode --workers 32,64 --clients c-dev --gemmd-args=--engine-slots=$slots
+  done
   serving "new-dev-py" "$PWD/.gpu/bin" $decode --workers 1,32 --clients py-dev,pkg-dev --profile
 fi
 if [[ " $parts " == *" engine "* ]]; then
