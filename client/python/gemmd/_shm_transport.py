@@ -93,10 +93,6 @@ class ShmTransport:
         self._buffers: list[SharedBuffer] = []
         self._device: Optional[DeviceRegions] = None
         self._wake_r, self._wake_w = os.pipe()
-        # A caller waiting on the ring itself (wait) is woken here when another thread
-        # completes its future (_complete, _fail_all).
-        self._ring_wake_r, self._ring_wake_w = os.pipe()
-        os.set_blocking(self._ring_wake_r, False)
         self._reaper = threading.Thread(target=self._reap, name="gemmd-shm", daemon=True)
         self._reaper.start()
 
@@ -207,11 +203,10 @@ class ShmTransport:
         last 8 waits from this thread, and only this request in flight) reads the
         completion ring itself for up to SPIN_S first: a small GEMM's answer comes in tens
         of µs, and taking it on this thread saves the hand-off from the completion thread
-        (two thread wake-ups). While answers take longer than SPIN_S on average it does not
-        spin: a spinning thread holds the interpreter, and the process's other threads
-        would wait for it (4 threads of synchronous GEMMs made 7.3-7.8k req/s spinning every
-        time, 10.6-13.1k not; docs/bench/shm_cpu.md). Such a worker then sleeps on the ring
-        itself (_wait_on_ring); any other caller waits on its future."""
+        (two thread wake-ups). Otherwise, or while answers take longer than SPIN_S on
+        average, it waits at once: a spinning thread holds the interpreter, and the
+        process's other threads would wait for it (4 threads of synchronous GEMMs made
+        7.3-7.8k req/s spinning every time, 10.6-13.1k not; docs/bench/shm_cpu.md)."""
         start = time.perf_counter()
         me = threading.get_ident()
         with self._lock:
@@ -229,8 +224,6 @@ class ShmTransport:
                     self._consume.release()
                 for c in done:  # outside the lock: a done-callback may wait for another answer
                     self._complete(c)
-        if alone and not fut.done():
-            self._wait_on_ring(fut, None if timeout is None else start + timeout + 10.0)
         try:
             return wait(fut, timeout)
         finally:
@@ -240,30 +233,6 @@ class ShmTransport:
             answered = getattr(fut, "gemmd_answered_at", None)
             took = (answered if answered is not None else time.perf_counter()) - start
             self._answer_s += (took - self._answer_s) / 8
-
-    def _wait_on_ring(self, fut: Future, until: Optional[float]) -> None:
-        """Blocks this thread on the completion ring until fut is done (or `until`, on
-        perf_counter's clock), taking answers itself: one wake-up from gemmd's doorbell,
-        where waiting on the future costs two (the completion thread's, then this one's,
-        each ~50-100 µs in Python). The completion thread waits on the ring as well; if it
-        takes fut's answer first, it wakes this thread through the ring-wake pipe."""
-        fut.gemmd_ring_waiter = threading.get_ident()  # type: ignore[attr-defined]  # (_complete)
-        conn = self.conn
-        while not fut.done():
-            with self._consume:
-                done = conn.pop_completions()
-            for c in done:
-                self._complete(c)
-            if fut.done():
-                return
-            left = 1.0 if until is None else min(1.0, until - time.perf_counter())
-            if left <= 0:
-                return
-            if self._ring_wake_r in conn.wait_completions(left, [self._ring_wake_r]):
-                try:
-                    os.read(self._ring_wake_r, 4096)
-                except BlockingIOError:
-                    pass
 
     def _complete(self, c: shm.Completion) -> None:
         arrived = time.perf_counter()
@@ -284,9 +253,6 @@ class ShmTransport:
             p.future.set_exception(exc)
         else:
             p.future.set_result(value)
-        waiter = getattr(p.future, "gemmd_ring_waiter", None)
-        if waiter is not None and waiter != threading.get_ident():
-            os.write(self._ring_wake_w, b"x")
 
     def _fail_all(self, err: GemmdError) -> None:
         with self._lock:
@@ -295,7 +261,6 @@ class ShmTransport:
             self._room.notify_all()
         for p in pending.values():
             p.future.set_exception(err)
-        os.write(self._ring_wake_w, b"x")
 
     # ---- regions -------------------------------------------------------------------------
     def _exchange(self, fn: Callable[[], Any]) -> Any:
@@ -671,8 +636,6 @@ class ShmTransport:
             self._retry_pool.shutdown()
         os.close(self._wake_r)
         os.close(self._wake_w)
-        os.close(self._ring_wake_r)
-        os.close(self._ring_wake_w)
         self.conn.close()
         if self.control is not None:
             self.control.close()

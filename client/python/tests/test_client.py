@@ -361,26 +361,6 @@ def test_worker_spins_again_after_slow_answers(client, monkeypatch):
     client.unregister_weight(info)
 
 
-def test_worker_without_spin_waits_on_the_ring(client, monkeypatch):
-    """A one-thread worker that does not spin (answers slower than its budget; here a
-    budget of 0) sleeps on the completion ring itself and takes answers there, instead of
-    waiting for the completion thread to hand each one over (two wake-ups in Python; at 4
-    workers on the 2-CPU build machine, answers held 400 µs: 2.0-2.2k req/s handed over,
-    2.3-2.6k on the ring). The completion thread waits on the ring too and takes a share
-    (the caller took 13-40 of 61 on a quiet machine); without the caller's own wait: none."""
-    if client.transport != "shm":
-        pytest.skip("shared memory only")
-    from gemmd import _shm_transport as T
-
-    monkeypatch.setattr(T, "SPIN_S", 0.0)
-    info = client.register_weight("ring-wait", np.ones((16, 16), np.float32))
-    mine = answers_taken_by_the_caller(monkeypatch)
-    for _ in range(100):
-        assert client.gemm(np.ones((1, 16), np.float32), info, out_dtype="fp32")[0, 0] == pytest.approx(16, rel=1e-5)
-    assert mine[0] >= 5, mine[0]
-    client.unregister_weight(info)
-
-
 def test_asyncio(daemon):
     async def main(target):
         async with gemmd.aio.Client(target) as c:
