@@ -116,8 +116,10 @@ class BalancedTransport:
         return self._first_answer(lambda t: t.weight(ref, timeout))
 
     # ---- GEMMs -------------------------------------------------------------------------------
-    def wait(self, fut: Future, timeout: Optional[float]) -> Any:
-        return wait(fut, timeout)
+    def gemm(self, a: Operand, rhs: Union[WeightRef, Operand], out_dtype: DType,
+             timeout: Optional[float], out: Optional[np.ndarray]) -> Any:
+        """A GEMM waited for at once: (D, RequestStats)."""
+        return wait(self.gemm_async(a, rhs, out_dtype, timeout, out), timeout)
 
     def gemm_async(self, a: Operand, rhs: Union[WeightRef, Operand], out_dtype: DType,
                    timeout: Optional[float], out: Optional[np.ndarray]) -> Future:

@@ -23,6 +23,7 @@ thread leaves the socket to it.
 from __future__ import annotations
 
 import os
+import select
 import socket
 import sys
 import threading
@@ -93,6 +94,14 @@ class ShmTransport:
         self._buffers: list[SharedBuffer] = []
         self._device: Optional[DeviceRegions] = None
         self._wake_r, self._wake_w = os.pipe()
+        # A synchronous caller alone on the session owns the completion ring while it waits
+        # (gemm): the completion thread stands aside (_ring_owners > 0), and is woken
+        # (_wake_w) when requests it must answer are left; the owner is woken through
+        # _ring_wake_* when another thread completes its future.
+        self._ring_owners = 0
+        self._reaper_aside = False
+        self._ring_wake_r, self._ring_wake_w = os.pipe()
+        os.set_blocking(self._ring_wake_r, False)
         self._reaper = threading.Thread(target=self._reap, name="gemmd-shm", daemon=True)
         self._reaper.start()
 
@@ -144,7 +153,8 @@ class ShmTransport:
         del dst
 
     def _submit(self, build: Callable[[int], bytes], blocks: list[int],
-                finish: Callable[[shm.Completion], Any], future: Optional[Future] = None) -> Future:
+                finish: Callable[[shm.Completion], Any], future: Optional[Future] = None,
+                lone: bool = False) -> Future:
         fut = future if future is not None else Future()
         if future is None:
             fut.set_running_or_notify_cancel()
@@ -162,6 +172,10 @@ class ShmTransport:
             self._next_id += 1
             self._pending[rid] = _Pending(fut, blocks, finish)
             self.conn.push([build(rid)])
+            kick = self._reaper_aside and self._ring_owners == 0 and not lone
+        if kick:  # nobody reads the ring: the completion thread must (a lone entry's
+            # sender reads it next)
+            os.write(self._wake_w, b"x")
         return fut
 
     def _reap(self) -> None:
@@ -169,18 +183,29 @@ class ShmTransport:
         conn = self.conn
         assert conn.sock is not None
         sock = conn.sock.fileno()
+        on_ring = False  # the last wait was on the ring's doorbell
         while True:
-            with self._consume:
-                done = conn.pop_completions()
-            for c in done:
-                self._complete(c)
-            if done:
-                continue
+            with self._lock:
+                aside = self._ring_owners > 0
+            if aside and on_ring:  # the doorbell it took may have been the owner's answer
+                os.write(self._ring_wake_w, b"x")
+            if not aside:
+                with self._consume:
+                    done = conn.pop_completions()
+                for c in done:
+                    self._complete(c)
+                if done:
+                    continue
             with self._lock:
                 if self._closing and not self._pending:
                     return
                 watch = [self._wake_r] if self._ctl_busy else [self._wake_r, sock]
-            ready = conn.wait_completions(1.0, watch)
+                aside = self._reaper_aside = self._ring_owners > 0
+            if aside:  # the ring is its owner's
+                ready, _, _ = select.select(watch, [], [], 1.0)
+            else:
+                ready = conn.wait_completions(1.0, watch)
+            on_ring = not aside
             if self._wake_r in ready:
                 os.read(self._wake_r, 4096)
             if sock in ready and self._session_ended(conn.sock):
@@ -198,41 +223,86 @@ class ShmTransport:
         except OSError:
             return True
 
-    def wait(self, fut: Future, timeout: Optional[float]) -> Any:
-        """fut's result. A worker that sends one request at a time from one thread (its
-        last 8 waits from this thread, and only this request in flight) reads the
-        completion ring itself for up to SPIN_S first: a small GEMM's answer comes in tens
-        of µs, and taking it on this thread saves the hand-off from the completion thread
-        (two thread wake-ups). Otherwise, or while answers take longer than SPIN_S on
-        average, it waits at once: a spinning thread holds the interpreter, and the
-        process's other threads would wait for it (4 threads of synchronous GEMMs made
-        7.3-7.8k req/s spinning every time, 10.6-13.1k not; docs/bench/shm_cpu.md)."""
-        start = time.perf_counter()
+    def gemm(self, a: Operand, rhs: Union[WeightRef, Operand], out_dtype: DType,
+             timeout: Optional[float], out: Optional[np.ndarray]) -> Any:
+        """A GEMM waited for at once: (D, RequestStats). A worker that sends one request at
+        a time from one thread (its last 8 calls from this thread, nothing else in flight)
+        owns the completion ring while it waits and takes its answer there itself, spinning
+        for up to SPIN_S first: the hand-off from the completion thread costs two thread
+        wake-ups (~100 µs in Python). It spins only while answers have come within SPIN_S
+        on average, else it sleeps on the ring at once: a spinning thread holds the
+        interpreter, and the process's other threads would wait for it (4 threads of
+        synchronous GEMMs made 7.3-7.8k req/s spinning every time, 10.6-13.1k not;
+        docs/bench/shm_cpu.md). Any other caller waits on its future."""
         me = threading.get_ident()
         with self._lock:
             self._streak = self._streak + 1 if me == self._last_caller else 0
             self._last_caller = me
-            alone = self._streak >= 8 and len(self._pending) <= 1
-        if alone and self._answer_s <= SPIN_S:
-            conn, end = self.conn, start + SPIN_S
-            while not fut.done() and time.perf_counter() < end:
-                if not self._consume.acquire(blocking=False):
-                    continue
-                try:
-                    done = conn.pop_completions()
-                finally:
-                    self._consume.release()
-                for c in done:  # outside the lock: a done-callback may wait for another answer
-                    self._complete(c)
+            lone = self._streak >= 8 and not self._pending
+        start = time.perf_counter()
+        # The ring is claimed once the entry is sent: the weight look-up that sending may
+        # need waits for the completion thread to answer it.
+        fut = self.gemm_async(a, rhs, out_dtype, timeout, out, lone=lone)
+        own = False
+        if lone:
+            with self._lock:
+                own = len(self._pending) <= 1  # nothing but this one
+                self._ring_owners += own
+                kick = not own and self._reaper_aside and self._ring_owners == 0
+            if kick:
+                os.write(self._wake_w, b"x")
         try:
-            return wait(fut, timeout)
+            if own:
+                self._wait_on_ring(fut, None if timeout is None else start + timeout + 10.0)
+            try:
+                return wait(fut, timeout)
+            finally:
+                # How long the answer took to come, not to reach this thread (a hand-off
+                # would keep the average above SPIN_S, and the caller would never spin again).
+                answered = getattr(fut, "gemmd_answered_at", None)
+                took = (answered if answered is not None else time.perf_counter()) - start
+                self._answer_s += (took - self._answer_s) / 8
         finally:
-            # How long the answer took to come, not to reach this thread: the hand-off from
-            # the completion thread (~100 µs in Python) would otherwise keep the average
-            # above SPIN_S, and a caller that stopped spinning would never spin again.
-            answered = getattr(fut, "gemmd_answered_at", None)
-            took = (answered if answered is not None else time.perf_counter()) - start
-            self._answer_s += (took - self._answer_s) / 8
+            if own:
+                with self._lock:
+                    self._ring_owners -= 1
+                    kick = self._ring_owners == 0 and bool(self._pending)
+                if kick:  # requests of others (or this one, timed out) are left to answer
+                    os.write(self._wake_w, b"x")
+
+    def _wait_on_ring(self, fut: Future, until: Optional[float]) -> None:
+        """Takes completions from the ring on this thread until fut is done (or `until`, on
+        perf_counter's clock): spinning for up to SPIN_S while answers come that fast, then
+        sleeping on the ring's doorbell. Whatever other thread completes fut (ending the
+        session, a retry that failed, the completion thread in the moment before it stood
+        aside) wakes this one through _ring_wake_*."""
+        me = threading.get_ident()
+
+        def wake(_: Future) -> None:  # runs in the thread that completes fut
+            if threading.get_ident() != me:
+                try:
+                    os.write(self._ring_wake_w, b"x")
+                except OSError:  # closed: nobody waits any more
+                    pass
+        fut.add_done_callback(wake)
+        conn = self.conn
+        spin_until = time.perf_counter() + SPIN_S if self._answer_s <= SPIN_S else 0.0
+        while not fut.done():
+            with self._consume:
+                done = conn.pop_completions()
+            for c in done:  # outside the lock: a done-callback may wait for another answer
+                self._complete(c)
+            now = time.perf_counter()
+            if fut.done() or now < spin_until:
+                continue
+            left = 1.0 if until is None else min(1.0, until - now)
+            if left <= 0:
+                return
+            if self._ring_wake_r in conn.wait_completions(left, [self._ring_wake_r]):
+                try:
+                    os.read(self._ring_wake_r, 4096)
+                except BlockingIOError:
+                    pass
 
     def _complete(self, c: shm.Completion) -> None:
         arrived = time.perf_counter()
@@ -442,20 +512,21 @@ class ShmTransport:
     # ---- GEMMs ---------------------------------------------------------------------------
     def gemm_async(self, a: Operand, rhs: Union[WeightRef, Operand], out_dtype: DType,
                    timeout: Optional[float], out: Optional[np.ndarray],
-                   future: Optional[Future] = None, retry: bool = True) -> Future:
+                   future: Optional[Future] = None, retry: bool = True, lone: bool = False) -> Future:
         """A future of (D, RequestStats). What gemmd or the session refuses (an unknown
-        weight, a full arena, a closed session) fails the future, as over gRPC."""
+        weight, a full arena, a closed session) fails the future, as over gRPC. lone: the
+        caller (gemm) will own the completion ring for this request's answer."""
         fut = future if future is not None else Future()
         if future is None:
             fut.set_running_or_notify_cancel()
         try:
-            return self._gemm(fut, a, rhs, out_dtype, timeout, out, retry)
+            return self._gemm(fut, a, rhs, out_dtype, timeout, out, retry, lone)
         except GemmdError as e:
             fut.set_exception(e)
             return fut
 
     def _gemm(self, fut: Future, a: Operand, rhs: Union[WeightRef, Operand], out_dtype: DType,
-              timeout: Optional[float], out: Optional[np.ndarray], retry: bool) -> Future:
+              timeout: Optional[float], out: Optional[np.ndarray], retry: bool, lone: bool) -> Future:
         m, k = a.rows, a.cols
         inline: Optional[Operand] = rhs if isinstance(rhs, Operand) else None
         ref: Optional[WeightRef] = None if isinstance(rhs, Operand) else rhs
@@ -473,7 +544,7 @@ class ShmTransport:
         if a.device is not None:
             return self._gemm_device(fut, a, wid, inline, n, d_bytes, out_dtype, timeout, out,
                                      lambda c: self._stale(c, from_cache, ref, retry, fut, a, out_dtype,
-                                                           timeout, out))
+                                                           timeout, out), lone)
         # Operands in this session's shared buffers are named where they lie; the rest
         # are copied into blocks of the arena.
         a_at = self._place(a.data)
@@ -535,7 +606,7 @@ class ShmTransport:
 
         return self._submit(lambda rid: shm.gemm_sqe(rid, m, k, a_desc, d_off, d_bytes, wid, b, n,
                                                      int(out_dtype), _timeout_us(timeout), regions),
-                            blocks, finish, fut)
+                            blocks, finish, fut, lone)
 
     def _stale(self, c: shm.Completion, from_cache: bool, ref: Optional[WeightRef], retry: bool,
                fut: Future, a: Operand, out_dtype: DType, timeout: Optional[float], out: Any) -> bool:
@@ -551,7 +622,7 @@ class ShmTransport:
 
     def _gemm_device(self, fut: Future, a: Operand, wid: int, inline: Optional[Operand], n: int,
                      d_bytes: int, out_dtype: DType, timeout: Optional[float], out: Any,
-                     stale: Callable[[shm.Completion], bool]) -> Future:
+                     stale: Callable[[shm.Completion], bool], lone: bool) -> Future:
         """A GEMM whose A (and scales) are CUDA tensors: gemmd reads them and writes D, a
         tensor on the same GPU, where they lie (docs/shm-protocol.md §7)."""
         torch = sys.modules["torch"]
@@ -600,7 +671,7 @@ class ShmTransport:
         try:
             return self._submit(lambda rid: shm.gemm_sqe(rid, m, k, a_desc, d_off, d_bytes, wid, b, n,
                                                          int(out_dtype), _timeout_us(timeout), ids),
-                                blocks, finish, fut)
+                                blocks, finish, fut, lone)
         except BaseException:  # never sent: finish will not run
             for r, _ in held:
                 regions.release(r)
@@ -636,6 +707,8 @@ class ShmTransport:
             self._retry_pool.shutdown()
         os.close(self._wake_r)
         os.close(self._wake_w)
+        os.close(self._ring_wake_r)
+        os.close(self._ring_wake_w)
         self.conn.close()
         if self.control is not None:
             self.control.close()

@@ -221,8 +221,7 @@ class Client:
         """
         p = _Prepared(a, weight, out_dtype, a_scales, a_layout, b_scales, b_layout, out, return_stats,
                       self._t.name == "shm")
-        inner = self._t.gemm_async(p.a, p.rhs, p.out_dtype, self._timeout(timeout), p.out2d)
-        return p.result(self._t.wait(inner, self._timeout(timeout)))
+        return p.result(self._t.gemm(p.a, p.rhs, p.out_dtype, self._timeout(timeout), p.out2d))
 
     def gemm_async(self, a: Any, weight: Any, *, out_dtype: Any = None, a_scales: Any = None,
                    a_layout: Any = None, b_scales: Any = None, b_layout: Any = None,

@@ -202,6 +202,10 @@ class Connection:
                  connect_timeout: float = CONNECT_RETRY_S, version: int = VERSION):
         self.version = version
         self._ctl_tag = 0  # the last control message's tag (control)
+        # Threads in wait_completions at once (a client's completion thread and a caller
+        # waiting on the ring itself): client_waiting is cleared only when the last leaves,
+        # so that gemmd keeps ringing for the others.
+        self._waiters, self._waiters_lock = 0, threading.Lock()
         # Many workers starting at once can pass gemmd's bound on handshakes in progress:
         # such a connection is turned away as UNAVAILABLE (or closed before its WELCOME)
         # and tried again after a jittered backoff, until connect_timeout.
@@ -355,8 +359,10 @@ class Connection:
 
     def wait_completions(self, timeout: Optional[float], extra_fds: Sequence[int] = ()) -> list[int]:
         """Blocks until a completion is published, one of extra_fds is readable, or timeout
-        passes; returns the readable extra fds."""
-        self._set_u32(CLIENT_WAITING, 1)
+        passes; returns the readable extra fds. Any number of threads may wait at once."""
+        with self._waiters_lock:
+            self._waiters += 1
+            self._set_u32(CLIENT_WAITING, 1)
         # A full barrier between that store and the load of cq_tail below (taking a lock
         # is a locked instruction). Without it the store can wait in the CPU's store
         # buffer while the load reads an old tail, gemmd meanwhile publishes and reads
@@ -370,9 +376,12 @@ class Connection:
             if self.cq_efd in ready:
                 try:
                     os.eventfd_read(self.cq_efd)
-                except BlockingIOError:
+                except BlockingIOError:  # another waiter read it
                     pass
-        self._set_u32(CLIENT_WAITING, 0)
+        with self._waiters_lock:
+            self._waiters -= 1
+            if self._waiters == 0:
+                self._set_u32(CLIENT_WAITING, 0)
         return [fd for fd in ready if fd != self.cq_efd]
 
     def close(self) -> None:

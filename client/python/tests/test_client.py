@@ -361,6 +361,25 @@ def test_worker_spins_again_after_slow_answers(client, monkeypatch):
     client.unregister_weight(info)
 
 
+def test_worker_without_spin_takes_answers_on_the_ring(client, monkeypatch):
+    """A one-thread worker that does not spin (answers slower than its budget; here a
+    budget of 0) owns the completion ring while it waits: it sleeps on the ring's doorbell
+    and takes its answer there itself, and the completion thread stands aside, instead of
+    taking each answer and handing it over (two thread wake-ups in Python). Once the
+    worker has made 8 calls in a row, every answer is its own; without the ring wait, none."""
+    if client.transport != "shm":
+        pytest.skip("shared memory only")
+    from gemmd import _shm_transport as T
+
+    monkeypatch.setattr(T, "SPIN_S", 0.0)
+    info = client.register_weight("ring-wait", np.ones((16, 16), np.float32))
+    mine = answers_taken_by_the_caller(monkeypatch)
+    for _ in range(100):
+        assert client.gemm(np.ones((1, 16), np.float32), info, out_dtype="fp32")[0, 0] == pytest.approx(16, rel=1e-5)
+    assert mine[0] >= 85, mine[0]
+    client.unregister_weight(info)
+
+
 def test_asyncio(daemon):
     async def main(target):
         async with gemmd.aio.Client(target) as c:
