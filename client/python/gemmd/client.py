@@ -233,7 +233,7 @@ class Client:
 
         Done-callbacks run on the client's completion thread (grpcio's, or the
         shared-memory session's, or over shared memory a thread of yours waiting in
-        gemm(), which takes answers itself for a short while): they must not wait for
+        gemm(), which takes answers itself while it waits alone): they must not wait for
         another of this client's results there."""
         p = _Prepared(a, weight, out_dtype, a_scales, a_layout, b_scales, b_layout, out, return_stats,
                       self._t.name == "shm")
