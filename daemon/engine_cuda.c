@@ -92,7 +92,8 @@ typedef struct {
   gemmd_batch_t *batch;
   gemmd_batch_header_t hdr;
   int busy;
-  /* the batch's copies to and from clients' device memory (gemmd_gpu_copy_many) */
+  /* the batch's copy-kernel list (gemmd_gpu_copy_many): clients' device memory, and the
+   * upload and results of a batch of at most copy_kernel_bytes */
   gemmd_gpu_copy_t *copies;
   uint32_t copies_cap;
 } slot_t;

@@ -1,10 +1,14 @@
-/* Many small device-to-device copies in one launch: the rows of a batch's operands that lie
- * in clients' device memory (A, its scales) gathered into the batch buffer before the GEMM,
- * and its results scattered back to them after. One cudaMemcpyAsync each would cost a
- * stream operation of a few µs per copy; a batch of 64 requests has up to 192 of them.
+/* Many small copies in one launch: the rows of a batch's operands that lie in clients'
+ * device memory (A, its scales) gathered into the batch buffer before the GEMM, and its
+ * results scattered back to them after; and a small batch's upload from, and results into,
+ * pinned host memory over PCIe (the engine's --engine-copy-kernel-bytes). One
+ * cudaMemcpyAsync each would cost a stream operation of a few µs per copy; a batch of 64
+ * requests has up to 192 of them.
  *
- * Pointers are device memory (of this context, or opened into it by CUDA IPC); work is
- * queued on `stream` and nothing waits for it. Copies must not overlap each other's
+ * Pointers are device memory (of this context, or opened into it by CUDA IPC) or pinned
+ * host memory the device can address by its host pointer (cudaMallocHost; cudaHostRegister
+ * where cudaDevAttrCanUseHostPointerForRegisteredMem); work is queued on `stream` and
+ * nothing waits for it. Copies must not overlap each other's
  * destinations. Returns 0, GEMMD_EINVAL (a null list, a pitch below the row) or
  * GEMMD_EDEVICE (the launch failed). Never throws, never exits. */
 #ifndef GEMMD_KERNELS_GPU_COPY_H_

@@ -4,7 +4,7 @@
 Ownership of the arena: every request allocates the parts it needs (A, its scales,
 inline B, D; a weight's data, scales and name) as one block of the free-list allocator,
 which starts with its first part, and the thread that takes its completion (the completion
-thread, or a caller waiting in gemm(), see ShmTransport.wait) frees it once gemmd has
+thread, or a caller waiting in gemm(), see ShmTransport.gemm) frees it once gemmd has
 answered and D has been copied out. Nothing else allocates or frees, so no request can
 invalidate another's blocks. When the arena is full, a request waits for others' blocks
 to come back; one that could never fit fails with RESOURCE_EXHAUSTED.
