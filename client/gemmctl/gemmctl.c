@@ -150,10 +150,6 @@ int main(int argc, char **argv) {
   ctl_global_t g;
   int next = 0;
   if (getenv("GRPC_VERBOSITY") == NULL) gpr_set_log_function(quiet_grpc_log);
-  /* gRPC core's poll poller answers a loopback round trip ~25% sooner than its epoll1
-   * default here (docs/bench/grpc_cpu.md); $GRPC_POLL_STRATEGY still wins when set. Read
-   * at the first grpc_init, so set before any client exists. */
-  if (getenv("GRPC_POLL_STRATEGY") == NULL) setenv("GRPC_POLL_STRATEGY", "poll", 1);
   const int rc = parse_global(argc, argv, &g, &next);
   if (rc >= 0) return rc;
   if (next >= argc) {

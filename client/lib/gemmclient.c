@@ -3,6 +3,7 @@
 
 #include <grpc/grpc_security.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +133,14 @@ static int open_transport(gemmd_client_t *c, const gemmd_address_t *addr,
   return gemmd_status_set(status, GEMMD_STATUS_INTERNAL, "unknown transport");
 }
 
+/* Before gRPC reads its configuration (the process's first grpc_init), and only then:
+ * $GRPC_POLL_STRATEGY defaults to poll (gemmclient.h says why). Once per process. */
+static pthread_once_t poller_once = PTHREAD_ONCE_INIT;
+
+static void default_poller(void) {
+  if (!grpc_is_initialized() && getenv("GRPC_POLL_STRATEGY") == NULL) setenv("GRPC_POLL_STRATEGY", "poll", 0);
+}
+
 int gemmd_client_open(const char *address, const gemmd_client_options_t *opts, gemmd_client_t **out,
                       gemmd_status_t *status) {
   static const gemmd_client_options_t kDefaults = {0, 0, NULL, NULL, NULL, NULL};
@@ -148,6 +157,7 @@ int gemmd_client_open(const char *address, const gemmd_client_options_t *opts, g
   if (c == NULL) {
     return gemmd_status_set(status, GEMMD_STATUS_RESOURCE_EXHAUSTED, "out of memory");
   }
+  pthread_once(&poller_once, default_poller);
   grpc_init();
   c->transport = addr.transport;
   c->timeout_ms = o->timeout_ms;
