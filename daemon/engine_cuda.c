@@ -37,6 +37,7 @@
 #include "daemon/clock.h"
 #include "daemon/engine.h"
 #include "daemon/engine_cuda_fault.h"
+#include "daemon/ipc_maps.h"
 #include "daemon/kernel_choice.h"
 #include "daemon/log.h"
 #include "daemon/status.h"
@@ -96,7 +97,13 @@ typedef struct {
    * upload and results of a batch of at most copy_kernel_bytes */
   gemmd_gpu_copy_t *copies;
   uint32_t copies_cap;
+  /* per request of the batch: which operands in clients' device memory the GEMM reads or
+   * writes where they lie (DIRECT_A, DIRECT_D), so that no copy moves them */
+  uint8_t *direct;
 } slot_t;
+
+#define DIRECT_A 1u
+#define DIRECT_D 2u
 
 /* A batch handed from the staging thread to the completion thread. */
 typedef struct {
@@ -115,6 +122,7 @@ typedef struct {
 struct cuda_engine_s {
   gemmd_engine_t base;
   int device;
+  gemmd_ipc_maps_t ipc_maps; /* clients' regions by CUDA IPC handle, each opened once */
   /* Which implementation runs batches: gemmd's own kernel, cuBLASLt, or per batch by
    * measured time (kernel_choice.h). cuBLASLt's handle and the weights' scales in its
    * layout exist unless MODE_OWN; the WGMMA kernel's workspaces unless MODE_CUBLASLT. */
@@ -437,8 +445,9 @@ static void cuda_arena_unregister(gemmd_engine_t *base, void *p, size_t bytes) {
 typedef int (*mem_range_fn)(unsigned long long *base, size_t *size, unsigned long long ptr);
 
 /* A region opened from a CUDA IPC handle of another process's cudaMalloc block: mapped
- * here, and checked to hold `bytes` from its start, so that no offset the client names
- * can reach past the block. An fd (cuMemExportToShareableHandle) is not taken yet. */
+ * here (once for all regions of the handle, ipc_maps.h), and checked to hold `bytes` from
+ * its start, so that no offset the client names can reach past the block. An fd
+ * (cuMemExportToShareableHandle) is not taken yet. */
 static int cuda_region_open(gemmd_engine_t *base, int kind, int fd, const uint8_t handle[64],
                             uint64_t bytes, void **out, int *on_device, char *msg, size_t n) {
   cuda_engine_t *e = (cuda_engine_t *)base;
@@ -452,13 +461,14 @@ static int cuda_region_open(gemmd_engine_t *base, int kind, int fd, const uint8_
   cudaSetDevice(e->device);
   _Static_assert(sizeof(cudaIpcMemHandle_t) == sizeof ((gemmd_shm_ctl_t *)0)->handle,
                  "a control message carries a whole cudaIpcMemHandle_t");
-  cudaIpcMemHandle_t h;
-  memcpy(&h, handle, sizeof h);
   void *p = NULL;
-  cudaError_t err = cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess);
-  if (err != cudaSuccess) {
-    cudaGetLastError();
-    snprintf(msg, n, "the CUDA IPC handle could not be opened: %s", cudaGetErrorString(err));
+  const int opened = gemmd_ipc_maps_acquire(&e->ipc_maps, handle, &p);
+  if (opened == GEMMD_IPC_NO_MEMORY) {
+    snprintf(msg, n, "out of host memory for the region's mapping");
+    return GEMMD_CODE_RESOURCE_EXHAUSTED;
+  }
+  if (opened != 0) {
+    snprintf(msg, n, "the CUDA IPC handle could not be opened: %s", cudaGetErrorString((cudaError_t)opened));
     return GEMMD_CODE_INVALID_ARGUMENT;
   }
   mem_range_fn range = NULL;
@@ -470,13 +480,13 @@ static int cuda_region_open(gemmd_engine_t *base, int kind, int fd, const uint8_
       found != cudaDriverEntryPointSuccess || range == NULL ||
       range(&block, &size, (unsigned long long)(uintptr_t)p) != 0) {
     cudaGetLastError();
-    cudaIpcCloseMemHandle(p);
+    gemmd_ipc_maps_release(&e->ipc_maps, p);
     snprintf(msg, n, "the region's extent could not be read (cuMemGetAddressRange)");
     return GEMMD_CODE_INTERNAL;
   }
   const uint64_t room = block + size - (unsigned long long)(uintptr_t)p;
   if (bytes == 0 || bytes > room) {
-    cudaIpcCloseMemHandle(p);
+    gemmd_ipc_maps_release(&e->ipc_maps, p);
     snprintf(msg, n, "a region of %" PRIu64 " bytes does not fit its allocation (%" PRIu64
              " bytes from the handle's address)", bytes, room);
     return GEMMD_CODE_INVALID_ARGUMENT;
@@ -487,7 +497,22 @@ static int cuda_region_open(gemmd_engine_t *base, int kind, int fd, const uint8_
 
 static void cuda_region_close(gemmd_engine_t *base, void *p, uint64_t bytes) {
   (void)bytes;
-  cudaSetDevice(((cuda_engine_t *)base)->device);
+  gemmd_ipc_maps_release(&((cuda_engine_t *)base)->ipc_maps, p);
+}
+
+/* The IPC mappings' own opening and closing (ipc_maps.h), on the engine's device. */
+static int ipc_open(void *ctx, const uint8_t handle[GEMMD_IPC_HANDLE_BYTES], void **p) {
+  cudaSetDevice(((cuda_engine_t *)ctx)->device);
+  _Static_assert(sizeof(cudaIpcMemHandle_t) == GEMMD_IPC_HANDLE_BYTES, "an IPC handle is 64 bytes");
+  cudaIpcMemHandle_t h;
+  memcpy(&h, handle, sizeof h);
+  const cudaError_t err = cudaIpcOpenMemHandle(p, h, cudaIpcMemLazyEnablePeerAccess);
+  if (err != cudaSuccess) cudaGetLastError();
+  return (int)err;
+}
+
+static void ipc_close(void *ctx, void *p) {
+  cudaSetDevice(((cuda_engine_t *)ctx)->device);
   if (cudaIpcCloseMemHandle(p) != cudaSuccess) cudaGetLastError();
 }
 
@@ -563,6 +588,42 @@ static gemmd_quant_job_t *quant_jobs(slot_t *s, const layout_t *L, const gemmd_b
   return (gemmd_quant_job_t *)(void *)(s->host + sizeof L->h + b->n_groups * sizeof(gemmd_group_params_t));
 }
 
+/* An arena offset that lands on `addr`: the kernels address an operand as its arena's base
+ * plus the table's offset, in 64-bit arithmetic, so the difference (mod 2^64) reaches
+ * memory outside the batch buffer (group_table.h). */
+static uint64_t offset_to(const void *addr, const uint8_t *arena) {
+  return (uint64_t)(uintptr_t)addr - (uint64_t)(uintptr_t)arena;
+}
+
+/* Operands in clients' device memory that gemmd's kernels can read or write where they
+ * lie: the table's row for them points there, and no copy kernel gathers them before the
+ * GEMM or scatters D after it (s->direct). That takes a group of the request alone (its
+ * rows are the group's), FP8 A dense with rows a multiple of 16 bytes at a 16-byte
+ * aligned address (TMA's terms) and its 1×128 scales 4-byte aligned; D 16-byte aligned.
+ * The kernels read only the group's m rows (the tensor map's extent; scale rows clamped to
+ * m) and write only its m × n outputs, which the request builder checked against the
+ * region. Others are copied (device_a_copies, result_copies). */
+static void operands_in_place(slot_t *s, const gemmd_batch_t *b, const layout_t *L, gemmd_group_params_t *table) {
+  for (uint32_t i = 0; i < b->n_requests; i++) {
+    const gemmd_request_t *r = b->requests[i];
+    gemmd_group_params_t *p = &table[r->group];
+    if (p->m != r->m) continue; /* the group stacks other requests' rows too */
+    if (r->a_device && r->a_raw == NULL && r->a_scales != NULL && r->k % 16 == 0 &&
+        (uintptr_t)r->a % 16 == 0 && (uintptr_t)r->a_scales % 4 == 0) {
+      p->a_offset = offset_to(r->a, s->dev + L->h.a_arena);
+      p->lda = r->k;
+      /* in floats: the difference is a multiple of 4 (the arena is 256-byte aligned), so
+       * 4 × this offset is the difference again, mod 2^64 */
+      p->sa_offset = offset_to(r->a_scales, s->dev + L->h.sa_arena) / 4;
+      s->direct[i] |= DIRECT_A;
+    }
+    if (r->d_device && (uintptr_t)r->d_dest % 16 == 0) {
+      p->d_offset = offset_to(r->d_dest, s->dev + L->h.d_arena);
+      s->direct[i] |= DIRECT_D;
+    }
+  }
+}
+
 /* Fills the pinned copy: header, table (device addresses), jobs, arenas, and the
  * kernel's own part (tensor maps). 0, or the gemmd_gpu_gemm_prepare error. */
 static int stage(const cuda_engine_t *e, slot_t *s, gemmd_batch_t *b, const layout_t *L) {
@@ -621,7 +682,9 @@ static int stage(const cuda_engine_t *e, slot_t *s, gemmd_batch_t *b, const layo
     raw = align256(raw + bytes);
   }
   memcpy(H, &L->h, sizeof L->h);
+  memset(s->direct, 0, b->n_requests);
   if (s->use_lt) return GEMMD_OK;
+  operands_in_place(s, b, L, table);
   const int rc = gemmd_gpu_gemm_prepare(e->kernel, H, (uint64_t)(uintptr_t)s->dev);
   /* the WGMMA launch is the kernel of the tile kind prepare chose */
   if (rc == GEMMD_OK) s->parts = (s->parts & PART_QUANTIZE) | gemmd_gpu_gemm_prepared_parts(H);
@@ -646,6 +709,9 @@ static int copies_room(slot_t *s, uint32_t n_requests) {
   gemmd_gpu_copy_t *p = realloc(s->copies, (size_t)n * sizeof *p);
   if (p == NULL) return -1;
   s->copies = p;
+  uint8_t *d = realloc(s->direct, n);
+  if (d == NULL) return -1;
+  s->direct = d;
   s->copies_cap = n;
   return 0;
 }
@@ -679,6 +745,7 @@ static cudaError_t device_a_copies(slot_t *s, const layout_t *L, const gemmd_bat
   for (uint32_t i = 0; i < b->n_requests; i++) {
     const gemmd_request_t *r = b->requests[i];
     const gemmd_quant_job_t *q = r->a_raw != NULL ? &jobs[j++] : NULL;
+    if (s->direct[i] & DIRECT_A) continue;
     if (r->a_device && q != NULL) {
       add_flat_copy(s, &n, r->a_raw, s->dev + L->h.raw_arena + q->src_offset,
                     (uint64_t)r->m * r->k * gemmd_dtype_size(r->a_raw_dtype));
@@ -843,6 +910,7 @@ static cudaError_t result_copies(const cuda_engine_t *e, slot_t *s, const layout
   *step = "result copies";
   for (uint32_t i = 0; i < b->n_requests && !err; i++) {
     const gemmd_request_t *r = b->requests[i];
+    if (s->direct[i] & DIRECT_D) continue; /* the GEMM wrote it there */
     if (r->d_device || (r->d_dest != NULL && r->d_dest_pinned && by_kernel && e->arena_by_kernel)) {
       add_flat_copy(s, &n, d_dev + r->d_offset, r->d_dest, r->d_bytes);
     } else if (r->d_dest != NULL && r->d_dest_pinned) {
@@ -1225,6 +1293,7 @@ static void cuda_close(gemmd_engine_t *base) {
       cudaFree(s->ws);
       cudaFreeHost(s->host);
       free(s->copies);
+      free(s->direct);
       cudaEventDestroy(s->start);
       cudaEventDestroy(s->stop);
       cudaEventDestroy(s->gemm_start);
@@ -1242,6 +1311,7 @@ static void cuda_close(gemmd_engine_t *base) {
   if (e->choices != NULL && e->choices_path[0] != '\0') gemmd_kernel_choices_save(e->choices, e->choices_path);
   gemmd_kernel_choices_free(e->choices);
   pthread_mutex_destroy(&e->mu);
+  gemmd_ipc_maps_destroy(&e->ipc_maps);
   pthread_mutex_destroy(&e->up_mu);
   pthread_cond_destroy(&e->cv);
   pthread_cond_destroy(&e->fin_cv);
@@ -1347,6 +1417,7 @@ int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn
            e->use_graphs ? ", graphs" : ", eager");
   pthread_mutex_init(&e->mu, NULL);
   pthread_mutex_init(&e->up_mu, NULL);
+  gemmd_ipc_maps_init(&e->ipc_maps, ipc_open, ipc_close, e);
   pthread_condattr_t monotonic;
   pthread_condattr_init(&monotonic);
   pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);

@@ -8,6 +8,10 @@
  *   A arena:       FP8 bytes, each group's m rows with row stride lda (≥ k, zero padded);
  *   A-scale arena: FP32, each group's m × ceil(k/128) block (the 1×128 layout);
  *   D arena:       output bytes, each group's m×n block row-major in out_dtype.
+ * The kernels address an operand as its arena's base plus the offset in 64-bit arithmetic,
+ * so an offset may also reach memory outside the batch buffer (address − base, mod 2^64):
+ * the CUDA engine points a group at a client's device memory that way (engine_cuda.c,
+ * operands_in_place).
  * B is a registered weight (or a request's inline B): FP8, n rows with row stride ldb
  * (≥ k, zero padded), its own scale layout (NONE, TENSOR, ROW or BLOCK_128X128),
  * addressed directly.

@@ -11,6 +11,7 @@ GEMMD_SUITES=cuda_regions_test); it needs torch with CUDA."""
 import os
 import subprocess
 import sys
+import threading
 import unittest
 
 import numpy as np
@@ -28,13 +29,15 @@ except ImportError:
     HAVE_CUDA = False
 
 
-def on_device(data):
-    """bytes → a CUDA uint8 tensor, and (handle, region bytes, offset of the tensor in it).
-    The handle is the driver's (cuIpcGetMemHandle of the allocation's start), as the gemmd
-    package takes it: torch's _share_cuda_ puts its own header before the handle."""
-    t = torch.frombuffer(bytearray(data), dtype=torch.uint8).cuda()
+def on_device(data, shift=0):
+    """bytes → a CUDA uint8 tensor holding them `shift` bytes past its start, and (handle,
+    region bytes, offset of the bytes in it). The handle is the driver's (cuIpcGetMemHandle
+    of the allocation's start), as the gemmd package takes it: torch's _share_cuda_ puts
+    its own header before the handle. A shift that breaks 16-byte alignment makes gemmd
+    copy the operand instead of reading or writing it in place."""
+    t = torch.frombuffer(bytearray(bytes(shift) + bytes(data)), dtype=torch.uint8).cuda()
     alloc = _cuda.allocation(t.data_ptr())
-    return t, _cuda.ipc_handle(alloc.base), alloc.size, t.data_ptr() - alloc.base
+    return t[shift:], _cuda.ipc_handle(alloc.base), alloc.size, t.data_ptr() + shift - alloc.base
 
 
 def open_ipc(c, handle, nbytes):
@@ -53,11 +56,12 @@ class DeviceRegions(unittest.TestCase):
     def tearDownClass(cls):
         assert cls.d.stop() == 0
 
-    def gemm_in_regions(self, c, wid, b, a, out):
-        """A (and its scales) and D in CUDA memory of this process; D back from the device."""
+    def gemm_in_regions(self, c, wid, b, a, out, shift=0):
+        """A (and its scales) and D in CUDA memory of this process, `shift` bytes into their
+        allocations; D back from the device."""
         pb = self.pb
         m, n = a.rows, b.rows
-        ta, ha, na, oa = on_device(a.data)
+        ta, ha, na, oa = on_device(a.data, shift)
         regions = [open_ipc(c, ha, na)]
         s_off = 0
         if len(a.scales):
@@ -66,7 +70,7 @@ class DeviceRegions(unittest.TestCase):
         else:
             regions.append(0)
         d_bytes = m * n * {pb.DTYPE_FP32: 4, pb.DTYPE_FP16: 2}.get(out, 2)
-        td, hd, nd, d_off = on_device(bytes(d_bytes))
+        td, hd, nd, d_off = on_device(bytes(d_bytes), shift)
         regions.append(open_ipc(c, hd, nd))
         torch.cuda.synchronize()  # A is complete before the entry goes
         comp = c.gemm(m=m, k=a.cols, a=(oa, a.dtype, a.scale_layout, s_off), weight_id=wid, d=d_off,
@@ -78,19 +82,58 @@ class DeviceRegions(unittest.TestCase):
         return got
 
     def test_fp8_and_raw_a_in_device_memory(self):
+        """k = 1024 at aligned addresses: FP8 A and D read and written in place by the GEMM;
+        k = 1000 (rows not a multiple of 16 bytes) or operands 8 bytes off alignment: copied
+        into the batch buffer and back."""
         pb = self.pb
-        k = 1000
+        cases = [(H.DT_E4M3, H.SL_1X128, pb.DTYPE_FP32), (H.DT_E5M2, H.SL_1X128, pb.DTYPE_BF16),
+                 (H.DT_E4M3, H.SL_1X128, pb.DTYPE_FP16), (H.DT_BF16, H.SL_NONE, pb.DTYPE_FP32),
+                 (H.DT_FP32, H.SL_NONE, pb.DTYPE_BF16)]
         with S.Client(self.d.shm_socket, version=2) as c:
-            b, wid = H.shm_weight(c, self.pb, self.rng, "dev-w", 130, k)
-            cases = [(H.DT_E4M3, H.SL_1X128, pb.DTYPE_FP32), (H.DT_E5M2, H.SL_1X128, pb.DTYPE_BF16),
-                     (H.DT_E4M3, H.SL_1X128, pb.DTYPE_FP16), (H.DT_BF16, H.SL_NONE, pb.DTYPE_FP32),
-                     (H.DT_FP32, H.SL_NONE, pb.DTYPE_BF16)]
-            for m in (1, 8, 300):
-                for adt, layout, out in cases:
-                    a = H.make_matrix(pb, self.rng, m, k, adt, layout)
-                    got = self.gemm_in_regions(c, wid, b, a, out)
-                    err = H.output_error(got, H.reference(a, b), out)
-                    self.assertLessEqual(err, H.TOLERANCE[out], "m=%d a=%d out=%d" % (m, adt, out))
+            for k, shift in ((1000, 0), (1024, 0), (1024, 8)):
+                b, wid = H.shm_weight(c, self.pb, self.rng, "dev-w-%d-%d" % (k, shift), 130, k)
+                for m in (1, 8, 300):
+                    for adt, layout, out in cases:
+                        a = H.make_matrix(pb, self.rng, m, k, adt, layout)
+                        got = self.gemm_in_regions(c, wid, b, a, out, shift)
+                        err = H.output_error(got, H.reference(a, b), out)
+                        self.assertLessEqual(err, H.TOLERANCE[out], "k=%d shift=%d m=%d a=%d out=%d" % (
+                            k, shift, m, adt, out))
+
+    def test_concurrent_clients_in_place_and_stacked(self):
+        """Clients sending at once, batched together: requests of a weight of their own read
+        and write their device memory in place; two clients sharing a weight are stacked into
+        one group and copied. Every result against FP64."""
+        pb = self.pb
+        k, n = 2048, 256
+        # a gemmd of its own that holds a batch open 2 ms, so that the workers' requests meet
+        d = H.Gemmd("--backend", "cuda", "--max-batch-delay-us", "2000")
+        with S.Client(d.shm_socket, version=2) as c0:
+            weights = [H.shm_weight(c0, self.pb, self.rng, "dev-cc-%d" % i, n, k) for i in range(3)]
+        errors = []
+
+        def worker(idx):
+            b, wid = weights[min(idx, 2)]  # workers 2 and 3 share the last weight
+            try:
+                with S.Client(d.shm_socket, version=2) as c:
+                    for it in range(12):
+                        a = H.make_matrix(pb, np.random.default_rng(idx * 100 + it), 8, k, H.DT_E4M3, H.SL_1X128)
+                        got = self.gemm_in_regions(c, wid, b, a, pb.DTYPE_BF16)
+                        err = H.output_error(got, H.reference(a, b), pb.DTYPE_BF16)
+                        if err > H.TOLERANCE[pb.DTYPE_BF16]:
+                            errors.append("worker %d request %d: error %g" % (idx, it, err))
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append("worker %d: %r" % (idx, e))
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        batched = H.metric(d, "gemmd_batch_requests_sum") > H.metric(d, "gemmd_batch_requests_count")
+        self.assertEqual(d.stop(), 0)
+        self.assertEqual(errors, [])
+        self.assertTrue(batched, "no batch held two requests")
 
     def test_bad_device_regions(self):
         k, n = 256, 64

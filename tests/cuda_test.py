@@ -20,14 +20,6 @@ sys.path.insert(0, os.path.dirname(H.repo_path("client/python/gemmd_shm.py")))
 import gemmd_shm as S  # noqa: E402
 
 
-def metric(d, name):
-    _, body, _ = d.http("/metrics")
-    for line in body.decode().splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[-1])
-    return None
-
-
 class CudaEngine(unittest.TestCase):
     def setUp(self):
         self.pb, _, _, _ = H.stubs()
@@ -74,7 +66,7 @@ class CudaEngine(unittest.TestCase):
             self.assertGreater(most_groups, 1)
             # The same, over shared memory: 20 batches of one kind (raw BF16 A, FP32 out) add
             # at most one graph per slot, whatever came before.
-            captures_before = metric(d, "gemmd_graph_captures_total")
+            captures_before = H.metric(d, "gemmd_graph_captures_total")
             pb = self.pb
             with S.Client(d.shm_socket) as c:
                 for _ in range(20):
@@ -92,16 +84,16 @@ class CudaEngine(unittest.TestCase):
                                   d_capacity=8 * 64 * 4, out_dtype=pb.DTYPE_FP32)
                     got = H.decode_output(pb.Matrix(rows=8, cols=64, dtype=pb.DTYPE_FP32, data=c.read(do, comp.d_bytes)))
                     self.assertLessEqual(H.rel_error(got, H.reference(a, b)), 1e-4)
-            batches = metric(d, "gemmd_batches_total")
+            batches = H.metric(d, "gemmd_batches_total")
             self.assertGreaterEqual(batches, 20)
-            self.assertEqual(metric(d, "gemmd_graph_replays_total"), batches)
+            self.assertEqual(H.metric(d, "gemmd_graph_replays_total"), batches)
             # A slot keeps one graph per kind of batch (quantize or not; the WGMMA kernel of
             # its tile kind and/or the FP32-output kernel), captured on first use and replayed
             # after. These batches are small: 128-row tiles, so at most 2 × 3 kinds here.
-            captures = metric(d, "gemmd_graph_captures_total")
+            captures = H.metric(d, "gemmd_graph_captures_total")
             self.assertLessEqual(captures - captures_before, 2, "one graph per slot for one kind of batch")
             self.assertLessEqual(captures, 2 * 8, "one graph per slot and kind")
-            self.assertGreater(metric(d, "gemmd_device_memory_used_bytes"), 0)
+            self.assertGreater(H.metric(d, "gemmd_device_memory_used_bytes"), 0)
 
     def test_shm_large_requests_direct_dma(self):
         # Requests whose A (2 MiB) and D go by DMA straight from and into the arena once
@@ -131,17 +123,17 @@ class CudaEngine(unittest.TestCase):
                         if i == 2 and mode == "used":
                             # the pieces A and D use get pinned in the background
                             deadline = time.time() + 10
-                            while metric(d, "gemmd_shm_pinned_bytes") < m * k + m * n * 2 and time.time() < deadline:
+                            while H.metric(d, "gemmd_shm_pinned_bytes") < m * k + m * n * 2 and time.time() < deadline:
                                 time.sleep(0.05)
-                    pinned = metric(d, "gemmd_shm_pinned_bytes")
+                    pinned = H.metric(d, "gemmd_shm_pinned_bytes")
                     if mode == "used":
                         self.assertGreaterEqual(pinned, m * k + m * n * 2)
                     else:
                         self.assertEqual(pinned, 0)
                 deadline = time.time() + 10
-                while metric(d, "gemmd_shm_pinned_bytes") != 0 and time.time() < deadline:
+                while H.metric(d, "gemmd_shm_pinned_bytes") != 0 and time.time() < deadline:
                     time.sleep(0.05)
-                self.assertEqual(metric(d, "gemmd_shm_pinned_bytes"), 0, "unpinned when the client left")
+                self.assertEqual(H.metric(d, "gemmd_shm_pinned_bytes"), 0, "unpinned when the client left")
 
     def test_split_k_and_256_row_tiles(self):
         # One request of 64 or 128 rows against a 2112×7168 weight runs split-K (K in parts,
@@ -160,7 +152,7 @@ class CudaEngine(unittest.TestCase):
                         r = stub.Gemm(pb.GemmRequest(a=a, weight_id=wid, out_dtype=out))
                         self.assertLessEqual(H.output_error(H.decode_output(r.d), H.reference(a, b), out),
                                              H.TOLERANCE[out], (n, k, m, out))
-            self.assertEqual(metric(d, "gemmd_graph_replays_total"), metric(d, "gemmd_batches_total"))
+            self.assertEqual(H.metric(d, "gemmd_graph_replays_total"), H.metric(d, "gemmd_batches_total"))
 
     def test_eager_wgmma_and_cublaslt(self):
         # gemmd's kernels are held to docs/api.md §1 (1e-4 for FP32 output, which the default WGMMA
@@ -182,7 +174,7 @@ class CudaEngine(unittest.TestCase):
                         r = stub.Gemm(pb.GemmRequest(a=a, weight_id=wid, out_dtype=out))
                         self.assertLessEqual(H.rel_error(H.decode_output(r.d), H.reference(a, b)), tol,
                                              (args, m, out))
-                replays = metric(d, "gemmd_graph_replays_total")
+                replays = H.metric(d, "gemmd_graph_replays_total")
                 self.assertEqual(replays > 0, replays_expected, args)
 
     def test_device_fault_exits_and_restart_restores(self):

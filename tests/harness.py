@@ -407,6 +407,15 @@ def make_matrix(pb, rng, rows, cols, dtype, layout, mag=1.0):
     return pb.Matrix(rows=rows, cols=cols, dtype=dtype, data=data, scale_layout=layout, scales=scales)
 
 
+def metric(d, name):
+    """The value of an unlabelled metric on gemmd d's /metrics, or None."""
+    _, body, _ = d.http("/metrics")
+    for line in body.decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    return None
+
+
 def shm_weight(c, pb, rng, name, n, k):
     """A random E4M3 N x K weight with 128x128 scales, registered through client c's arena
     (client/python/gemmd_shm.py): (B as a Matrix, its id)."""
