@@ -13,9 +13,9 @@
 #             workers at 1-64 with both torch baselines, the 0.9 MB-result shape, C gRPC,
 #             decode beside prefill); with GEMMD_BASE_DIR (a folder holding another build's
 #             gemmd, e.g. the previous commit's, carried beside the bundle) the host-arena
-#             rows again against it, in the same call; then gRPC with gemmd's threads not
-#             polling, c-dev with 2 and 3 engine slots, and the Python device workers
-#             (py-dev, pkg-dev) with the first one's profile (serving.py --profile);
+#             rows again against it, in the same call; then gRPC's floor (gemmctl ping)
+#             and the Python device workers (py-dev, pkg-dev) with the first one's
+#             profile (serving.py --profile);
 #   engine    tools/bench/engine_bench.c: decode batches of 1-64 groups (8 rows, their own
 #             4096×4096 weights) through the engine alone, GEMM time per batch and weight TB/s;
 #   bench     the engine's numbers (tools/bench/gpu_engine.sh).
@@ -121,16 +121,16 @@ if [[ " $parts " == *" serving "* ]]; then
     serving "$label-grpc" "$dir" $decode --weights 16 --workers 1,32 --clients c-grpc
     serving "$label-mix" "$dir" $decode --workers 16 --clients , --mix c-shm:16:py-shm:2:4096x7168x16384
   done
-  # gRPC with gemmd's threads sleeping at once instead of polling (at 32 workers the
-  # machine's cores are nearly all busy); the Python device workers (py-dev: gemmd_shm
-  # with torch CUDA tensors; pkg-dev: the package), the first one's profile printed.
-  serving "new-grpc-nospin" "$PWD/.gpu/bin" $decode --weights 16 --workers 1,32 --clients c-grpc \
-    --gemmd-args=--engine-spin-us=0,--loop-spin-us=0
-  # Fewer engine slots, so that batches of device-resident requests grow (issue 40 at 32
-  # workers: 13-14 requests a batch at 64, 6.7 at 32, with 4 slots).
-  for slots in 2 3; do
-    serving "new-dev-slots$slots" "$PWD/.gpu/bin" $decode --workers 32,64 --clients c-dev --gemmd-args=--engine-slots=$slots
-  done
+  # gRPC's floor on this machine: a health check round trip without payload (gemmctl ping),
+  # beside the shared-memory GEMM of the rows above (docs/bench/serving.md).
+  .gpu/bin/gemmd --backend cuda --grpc-listen 127.0.0.1:50198 --metrics-listen 127.0.0.1:9498 \
+    --shm-socket /tmp/gemmd-ping.sock >"$out/ping-gemmd.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 50); do grep -q '"listening"' "$out/ping-gemmd.log" && break; sleep 0.2; done
+  timeout 60 .gpu/bin/gemmctl --addr 127.0.0.1:50198 ping --count 5000
+  kill "$pid"; wait "$pid"
+  # The Python device workers (py-dev: gemmd_shm with torch CUDA tensors; pkg-dev: the
+  # package), the first one's profile printed.
   serving "new-dev-py" "$PWD/.gpu/bin" $decode --workers 1,32 --clients py-dev,pkg-dev --profile
 fi
 if [[ " $parts " == *" engine "* ]]; then
