@@ -97,13 +97,14 @@ typedef struct {
    * upload and results of a batch of at most copy_kernel_bytes */
   gemmd_gpu_copy_t *copies;
   uint32_t copies_cap;
-  /* per request of the batch: which operands in clients' device memory the GEMM reads or
-   * writes where they lie (DIRECT_A, DIRECT_D), so that no copy moves them */
-  uint8_t *direct;
+  /* per request of the batch (sized with the copy list, which has more entries than
+   * requests): which operands in clients' device memory the GEMM reads or writes where
+   * they lie (IN_PLACE_A, IN_PLACE_D), so that no copy moves them */
+  uint8_t *in_place;
 } slot_t;
 
-#define DIRECT_A 1u
-#define DIRECT_D 2u
+#define IN_PLACE_A 1u
+#define IN_PLACE_D 2u
 
 /* A batch handed from the staging thread to the completion thread. */
 typedef struct {
@@ -597,7 +598,7 @@ static uint64_t offset_to(const void *addr, const uint8_t *arena) {
 
 /* Operands in clients' device memory that gemmd's kernels can read or write where they
  * lie: the table's row for them points there, and no copy kernel gathers them before the
- * GEMM or scatters D after it (s->direct). That takes a group of the request alone (its
+ * GEMM or scatters D after it (s->in_place). That takes a group of the request alone (its
  * rows are the group's), FP8 A dense with rows a multiple of 16 bytes at a 16-byte
  * aligned address (TMA's terms) and its 1×128 scales 4-byte aligned; D 16-byte aligned.
  * The kernels read only the group's m rows (the tensor map's extent; scale rows clamped to
@@ -615,11 +616,11 @@ static void operands_in_place(slot_t *s, const gemmd_batch_t *b, const layout_t 
       /* in floats: the difference is a multiple of 4 (the arena is 256-byte aligned), so
        * 4 × this offset is the difference again, mod 2^64 */
       p->sa_offset = offset_to(r->a_scales, s->dev + L->h.sa_arena) / 4;
-      s->direct[i] |= DIRECT_A;
+      s->in_place[i] |= IN_PLACE_A;
     }
     if (r->d_device && (uintptr_t)r->d_dest % 16 == 0) {
       p->d_offset = offset_to(r->d_dest, s->dev + L->h.d_arena);
-      s->direct[i] |= DIRECT_D;
+      s->in_place[i] |= IN_PLACE_D;
     }
   }
 }
@@ -682,7 +683,7 @@ static int stage(const cuda_engine_t *e, slot_t *s, gemmd_batch_t *b, const layo
     raw = align256(raw + bytes);
   }
   memcpy(H, &L->h, sizeof L->h);
-  memset(s->direct, 0, b->n_requests);
+  memset(s->in_place, 0, b->n_requests);
   if (s->use_lt) return GEMMD_OK;
   operands_in_place(s, b, L, table);
   const int rc = gemmd_gpu_gemm_prepare(e->kernel, H, (uint64_t)(uintptr_t)s->dev);
@@ -709,9 +710,9 @@ static int copies_room(slot_t *s, uint32_t n_requests) {
   gemmd_gpu_copy_t *p = realloc(s->copies, (size_t)n * sizeof *p);
   if (p == NULL) return -1;
   s->copies = p;
-  uint8_t *d = realloc(s->direct, n);
-  if (d == NULL) return -1;
-  s->direct = d;
+  uint8_t *flags = realloc(s->in_place, n);
+  if (flags == NULL) return -1;
+  s->in_place = flags;
   s->copies_cap = n;
   return 0;
 }
@@ -745,7 +746,7 @@ static cudaError_t device_a_copies(slot_t *s, const layout_t *L, const gemmd_bat
   for (uint32_t i = 0; i < b->n_requests; i++) {
     const gemmd_request_t *r = b->requests[i];
     const gemmd_quant_job_t *q = r->a_raw != NULL ? &jobs[j++] : NULL;
-    if (s->direct[i] & DIRECT_A) continue;
+    if (s->in_place[i] & IN_PLACE_A) continue;
     if (r->a_device && q != NULL) {
       add_flat_copy(s, &n, r->a_raw, s->dev + L->h.raw_arena + q->src_offset,
                     (uint64_t)r->m * r->k * gemmd_dtype_size(r->a_raw_dtype));
@@ -910,7 +911,7 @@ static cudaError_t result_copies(const cuda_engine_t *e, slot_t *s, const layout
   *step = "result copies";
   for (uint32_t i = 0; i < b->n_requests && !err; i++) {
     const gemmd_request_t *r = b->requests[i];
-    if (s->direct[i] & DIRECT_D) continue; /* the GEMM wrote it there */
+    if (s->in_place[i] & IN_PLACE_D) continue; /* the GEMM wrote it there */
     if (r->d_device || (r->d_dest != NULL && r->d_dest_pinned && by_kernel && e->arena_by_kernel)) {
       add_flat_copy(s, &n, d_dev + r->d_offset, r->d_dest, r->d_bytes);
     } else if (r->d_dest != NULL && r->d_dest_pinned) {
@@ -1293,7 +1294,7 @@ static void cuda_close(gemmd_engine_t *base) {
       cudaFree(s->ws);
       cudaFreeHost(s->host);
       free(s->copies);
-      free(s->direct);
+      free(s->in_place);
       cudaEventDestroy(s->start);
       cudaEventDestroy(s->stop);
       cudaEventDestroy(s->gemm_start);

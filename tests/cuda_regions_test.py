@@ -102,8 +102,9 @@ class DeviceRegions(unittest.TestCase):
 
     def test_concurrent_clients_in_place_and_stacked(self):
         """Clients sending at once, batched together: requests of a weight of their own read
-        and write their device memory in place; two clients sharing a weight are stacked into
-        one group and copied. Every result against FP64."""
+        and write their device memory in place; two clients share a weight, so their
+        requests, where they meet in a batch, stack into one group and are copied. Every
+        result against FP64."""
         pb = self.pb
         k, n = 2048, 256
         # a gemmd of its own that holds a batch open 2 ms, so that the workers' requests meet

@@ -206,13 +206,6 @@ class Soak(unittest.TestCase):
         with self.lock:
             self.failures.append(text)
 
-    def metric(self, d, name):
-        _, body, _ = d.http("/metrics")
-        for line in body.decode().splitlines():
-            if line.startswith(name + " "):
-                return float(line.split()[-1])
-        return None
-
     # -- gRPC ---------------------------------------------------------------------------------
     def grpc_good(self, stub, end_at, counts):
         pb = self.pb
@@ -374,9 +367,9 @@ class Soak(unittest.TestCase):
                 targets1 = d.fd_targets()
             new_fds = {fd: t for fd, t in targets1.items() if targets0.get(fd) != t}
             fds1, maps1, rss1 = len(targets1), maps_count(pid), d.rss_bytes()
-            inflight = self.metric(d, "gemmd_inflight_requests")
-            depth = self.metric(d, "gemmd_queue_depth")
-            clients = self.metric(d, "gemmd_shm_clients")
+            inflight = H.metric(d, "gemmd_inflight_requests")
+            depth = H.metric(d, "gemmd_queue_depth")
+            clients = H.metric(d, "gemmd_shm_clients")
             self.assertEqual(d.http("/healthz")[0], 200)
 
         print("soak %.0f s: gRPC %d, stream %d, bad gRPC %d, HTTP rounds %d, hostile shm %d, shm %s" % (
@@ -406,7 +399,7 @@ class Soak(unittest.TestCase):
         last = None
         while time.time() < deadline:
             fds = d.open_fds()
-            if (self.metric(d, "gemmd_inflight_requests") == 0 and self.metric(d, "gemmd_shm_clients") == 0
+            if (H.metric(d, "gemmd_inflight_requests") == 0 and H.metric(d, "gemmd_shm_clients") == 0
                     and fds == last):
                 return
             last = fds

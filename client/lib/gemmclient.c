@@ -138,7 +138,7 @@ static int open_transport(gemmd_client_t *c, const gemmd_address_t *addr,
 static pthread_once_t poller_once = PTHREAD_ONCE_INIT;
 
 static void default_poller(void) {
-  if (!grpc_is_initialized() && getenv("GRPC_POLL_STRATEGY") == NULL) setenv("GRPC_POLL_STRATEGY", "poll", 0);
+  if (!grpc_is_initialized()) setenv("GRPC_POLL_STRATEGY", "poll", 0); /* 0: a value set stays */
 }
 
 int gemmd_client_open(const char *address, const gemmd_client_options_t *opts, gemmd_client_t **out,
