@@ -181,6 +181,23 @@ static void cpu_relax(void) {
 #endif
 }
 
+/* Takes the mutex of a thread that has just seen work arrive. The thread that handed the
+ * work over usually still holds it (it counts the work under the mutex), and a plain
+ * pthread_mutex_lock would sleep in the kernel and be woken by the unlock: a futex
+ * round trip of several µs on every hand-off. So the lock is tried for up to
+ * LOCK_SPIN_NS first. */
+enum { LOCK_SPIN_NS = 20000 };
+
+static void lock_soon(cuda_engine_t *e) {
+  if (pthread_mutex_trylock(&e->mu) == 0) return;
+  const uint64_t end = gemmd_now_ns() + LOCK_SPIN_NS;
+  do {
+    cpu_relax();
+    if (pthread_mutex_trylock(&e->mu) == 0) return;
+  } while (gemmd_now_ns() < end);
+  pthread_mutex_lock(&e->mu);
+}
+
 /* With the mutex held and nothing to do: poll `count` for up to e->spin_ns without the
  * mutex (a wake-up through the condition variable costs tens of µs on a busy host), then
  * come back holding it. The caller re-checks and sleeps as before if nothing came. */
@@ -189,7 +206,7 @@ static void spin_for_work(cuda_engine_t *e, const atomic_uint *count) {
   pthread_mutex_unlock(&e->mu);
   const uint64_t end = gemmd_now_ns() + e->spin_ns;
   while (atomic_load_explicit(count, memory_order_acquire) == 0 && gemmd_now_ns() < end) cpu_relax();
-  pthread_mutex_lock(&e->mu);
+  lock_soon(e);
 }
 
 /* Waits until one of the launched batches is done, whichever it is: a decode batch on the
@@ -213,7 +230,7 @@ static unsigned wait_any_done(cuda_engine_t *e, cudaError_t *err) {
       const cudaError_t q = s == NULL ? cudaSuccess : cudaEventQuery(s->stop);
       if (q != cudaErrorNotReady) {
         *err = q;
-        pthread_mutex_lock(&e->mu);
+        lock_soon(e);
         return i;
       }
     }
@@ -1130,7 +1147,7 @@ static void *stager_main(void *arg) {
       }
     }
     if (err && b->status == GEMMD_CODE_OK) fail_batch(e, b);
-    pthread_mutex_lock(&e->mu);
+    lock_soon(e);
     if (err) { /* nothing reached the device: the slot is free again now */
       s->busy = 0;
       s->batch = NULL;
@@ -1147,6 +1164,7 @@ static void *stager_main(void *arg) {
  * pinned are copied there from the slot's pinned buffer, then engine.h's done (the
  * completions and their wake-ups, the post to the loop). */
 static void answer_batch(cuda_engine_t *e, gemmd_batch_t *b) {
+  b->marks.finishing = gemmd_now_ns();
   if (b->status == GEMMD_CODE_OK) {
     for (uint32_t i = 0; i < b->n_requests; i++) {
       gemmd_request_t *r = b->requests[i];
@@ -1159,14 +1177,12 @@ static void answer_batch(cuda_engine_t *e, gemmd_batch_t *b) {
   e->base.done(e->base.done_ctx, b);
 }
 
-/* Hands a batch with its status to the finishing threads, so that one batch's copies and
+/* With the mutex held: hands a batch with its status to the finishing threads, so that one batch's copies and
  * wake-ups never hold up noticing the next (answering on this thread whenever the GPU had
  * nothing else measured far slower at 8 clients: docs/bench/serving.md). */
 static void finish_batch(cuda_engine_t *e, gemmd_batch_t *b) {
-  pthread_mutex_lock(&e->mu);
   e->finished[e->n_finished++] = b;
   pthread_cond_signal(&e->fin_cv);
-  pthread_mutex_unlock(&e->mu);
 }
 
 /* Finisher 0 polls for work (--engine-spin-us) before it sleeps, so that a batch alone
@@ -1183,7 +1199,7 @@ static void *finisher_main(void *arg) {
     memmove(&e->finished[0], &e->finished[1], --e->n_finished * sizeof b);
     pthread_mutex_unlock(&e->mu);
     answer_batch(e, b);
-    pthread_mutex_lock(&e->mu);
+    lock_soon(e);
   }
   pthread_mutex_unlock(&e->mu);
   return NULL;
@@ -1231,8 +1247,8 @@ static void *completer_main(void *arg) {
         }
       }
     }
+    lock_soon(e);
     finish_batch(e, b);
-    pthread_mutex_lock(&e->mu);
   }
 }
 
@@ -1240,7 +1256,7 @@ static void *completer_main(void *arg) {
 
 static int cuda_submit(gemmd_engine_t *base, gemmd_batch_t *b) {
   cuda_engine_t *e = (cuda_engine_t *)base;
-  pthread_mutex_lock(&e->mu);
+  lock_soon(e);
   if (e->n_submitted >= e->n_slots || e->stop) {
     pthread_mutex_unlock(&e->mu);
     return GEMMD_EAGAIN;
@@ -1257,7 +1273,7 @@ static void cuda_batch_release(gemmd_engine_t *base, gemmd_batch_t *b) {
   cuda_engine_t *e = (cuda_engine_t *)base;
   slot_t *s = b->engine_data;
   if (s == NULL) return; /* released already (by done), or never on the device */
-  pthread_mutex_lock(&e->mu);
+  lock_soon(e);
   s->busy = 0;
   s->batch = NULL;
   pthread_cond_broadcast(&e->cv);

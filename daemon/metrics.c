@@ -98,7 +98,8 @@ void gemmd_metrics_batch_stages(gemmd_metrics_t *m, const gemmd_batch_marks_t *k
   m->stage_seconds[GEMMD_STAGE_STAGING] += span(k->engine_start, k->launch);
   m->stage_seconds[GEMMD_STAGE_DEVICE] += device;
   m->stage_seconds[GEMMD_STAGE_NOTICE] += after_launch;
-  m->stage_seconds[GEMMD_STAGE_TO_LOOP] += span(k->seen_done, k->done);
+  m->stage_seconds[GEMMD_STAGE_TO_FINISHER] += span(k->seen_done, k->finishing);
+  m->stage_seconds[GEMMD_STAGE_TO_LOOP] += span(k->finishing != 0 ? k->finishing : k->seen_done, k->done);
   m->stage_seconds[GEMMD_STAGE_ANSWER] += span(k->done, k->answered);
   m->gemm_seconds += (double)gemm_ns * 1e-9;
   m->staged_batches++;

@@ -28,7 +28,8 @@ const char *gemmd_code_name(int code);
   X(STAGING, "host_staging")      /* layout, copies into pinned memory, tensor maps */        \
   X(DEVICE, "device")             /* CUDA events: upload, kernels, result copies */            \
   X(NOTICE, "completion_notice")  /* the GPU done → the engine's thread knows (+ API calls) */ \
-  X(TO_LOOP, "to_loop")           /* the engine's thread → the loop */                        \
+  X(TO_FINISHER, "to_finisher")   /* → a finishing thread takes it (answers shm requests) */  \
+  X(TO_LOOP, "to_loop")           /* the finishing thread → the loop */                       \
   X(ANSWER, "answer")             /* the loop answers every request of the batch */
 enum {
 #define GEMMD_STAGE_ENUM(id, name) GEMMD_STAGE_##id,
@@ -82,9 +83,10 @@ void gemmd_metrics_request(gemmd_metrics_t *m, gemmd_transport_t t, int code, ui
 /* A batch's hand-offs, CLOCK_MONOTONIC ns (0 where an engine does not have them):
  * submitted by the loop, picked up by the engine's thread, host staging done (the device
  * work starts being enqueued; the device time is timed from there on the GPU), seen
- * complete by the engine, back on the loop, every request answered. */
+ * complete by the engine, taken by the thread that finishes it (where that is another
+ * thread), back on the loop, every request answered. */
 typedef struct {
-  uint64_t submit, engine_start, launch, seen_done, done, answered;
+  uint64_t submit, engine_start, launch, seen_done, finishing, done, answered;
 } gemmd_batch_marks_t;
 
 /* Adds a finished batch's hand-offs and device time to gemmd_batch_stage_seconds_total,

@@ -3,6 +3,7 @@
 #include "daemon/metrics.h"
 
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -423,8 +424,35 @@ static void test_render_empty(void) {
   free(text);
 }
 
+/* Each stage is the span between two marks; to_loop starts where a finishing thread took
+ * the batch, or where it was seen done when the engine has no such thread. */
+static void test_batch_stages(void) {
+  gemmd_metrics_t m;
+  gemmd_metrics_init(&m, "", "", "");
+  const gemmd_batch_marks_t handed = {1000, 2000, 4000, 20000, 26000, 33000, 34000};
+  gemmd_metrics_batch_stages(&m, &handed, 10000, 7000);
+  CHECK(near(m.stage_seconds[GEMMD_STAGE_TO_ENGINE], 1000e-9));
+  CHECK(near(m.stage_seconds[GEMMD_STAGE_STAGING], 2000e-9));
+  CHECK(near(m.stage_seconds[GEMMD_STAGE_DEVICE], 10000e-9));
+  CHECK(near(m.stage_seconds[GEMMD_STAGE_NOTICE], 6000e-9)); /* 16000 after launch, 10000 of it device */
+  CHECK(near(m.stage_seconds[GEMMD_STAGE_TO_FINISHER], 6000e-9));
+  CHECK(near(m.stage_seconds[GEMMD_STAGE_TO_LOOP], 7000e-9));
+  CHECK(near(m.stage_seconds[GEMMD_STAGE_ANSWER], 1000e-9));
+  CHECK(near(m.gemm_seconds, 7000e-9));
+  const gemmd_batch_marks_t inline_done = {1000, 2000, 4000, 20000, 0, 33000, 34000};
+  gemmd_metrics_batch_stages(&m, &inline_done, 10000, 7000);
+  CHECK(near(m.stage_seconds[GEMMD_STAGE_TO_FINISHER], 6000e-9));
+  CHECK(near(m.stage_seconds[GEMMD_STAGE_TO_LOOP], 7000e-9 + 13000e-9));
+  CHECK(m.staged_batches == 2);
+  char *text = NULL;
+  CHECK(gemmd_metrics_render(&m, &text, NULL) == GEMMD_OK);
+  if (text != NULL) CHECK(!isnan(sample_value(text, "gemmd_batch_stage_seconds_total{stage=\"to_finisher\"}")));
+  free(text);
+}
+
 int main(void) {
   test_names();
+  test_batch_stages();
   test_init();
   test_render();
   test_render_empty();

@@ -76,7 +76,8 @@ class Metrics(unittest.TestCase):
             self.assertEqual(s["gemmd_batch_stage_batches_total"], 6)
             stages = {k: v for k, v in s.items() if k.startswith("gemmd_batch_stage_seconds_total{")}
             self.assertEqual(sorted(stages), sorted('gemmd_batch_stage_seconds_total{stage="%s"}' % n for n in (
-                "to_engine", "host_staging", "device", "completion_notice", "to_loop", "answer")))
+                "to_engine", "host_staging", "device", "completion_notice", "to_finisher", "to_loop",
+                "answer")))
             self.assertTrue(all(v >= 0 for v in stages.values()), stages)
             self.assertGreater(stages['gemmd_batch_stage_seconds_total{stage="device"}'], 0)
             # The GEMM kernels' own time is part of the device stage: timed on the GPU

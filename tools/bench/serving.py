@@ -45,7 +45,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 
-STAGES = ("to_engine", "host_staging", "device", "completion_notice", "to_loop", "answer")
+STAGES = ("to_engine", "host_staging", "device", "completion_notice", "to_finisher", "to_loop", "answer")
 
 
 def binary(name):
