@@ -95,8 +95,10 @@ void gemmd_batch_stage_a(const gemmd_batch_t *b, uint8_t *a_arena, float *sa_are
     if (r->a == NULL) continue; /* raw A: the engine quantizes it into place */
     const uint32_t lda = b->table[r->group].lda;
     uint8_t *dst = a_arena + r->a_offset;
-    if (r->a_device) { /* the engine copies rows and scales on the device over zeroed rows */
-      memset(dst, 0, (size_t)r->m * lda);
+    if (r->a_device) {
+      /* the engine copies rows and scales on the device (or reads them in place); only
+       * the padding past k, which the device copy leaves alone, is zeroed here */
+      for (uint32_t row = 0; lda != r->k && row < r->m; row++) memset(dst + (size_t)row * lda + r->k, 0, lda - r->k);
       continue;
     }
     if (gemmd_batch_a_direct(b, r)) {

@@ -788,9 +788,14 @@ static cudaError_t device_a_copies(slot_t *s, const layout_t *L, const gemmd_bat
 static cudaError_t upload(const cuda_engine_t *e, slot_t *s, const layout_t *L, const gemmd_batch_t *b) {
   int direct = 0;
   for (uint32_t i = 0; i < b->n_requests && !direct; i++) direct = gemmd_batch_a_direct(b, b->requests[i]);
-  if (!direct && L->in_bytes <= e->copy_kernel_bytes) {
+  /* The A arena is the last block before D: when every request's A is read in place, no
+   * kernel reads it, and it is not uploaded. */
+  int a_in_place = b->n_requests > 0;
+  for (uint32_t i = 0; i < b->n_requests && a_in_place; i++) a_in_place = (s->in_place[i] & IN_PLACE_A) != 0;
+  const uint64_t in_bytes = a_in_place ? L->h.a_arena : L->in_bytes;
+  if (!direct && in_bytes <= e->copy_kernel_bytes) {
     uint32_t n = 0;
-    add_flat_copy(s, &n, s->host, s->dev, L->in_bytes);
+    add_flat_copy(s, &n, s->host, s->dev, in_bytes);
     if (gemmd_gpu_copy_many(s->copies, n, s->stream) != GEMMD_OK) return cudaErrorLaunchFailure;
     return device_a_copies(s, L, b); /* a launch of its own: it writes over staged rows */
   }
@@ -804,8 +809,8 @@ static cudaError_t upload(const cuda_engine_t *e, slot_t *s, const layout_t *L, 
     if (!err) err = host_dma(s->dev + at, (uint8_t *)(uintptr_t)r->a, bytes, cudaMemcpyHostToDevice, s->stream);
     from = at + bytes;
   }
-  if (!err && from < L->in_bytes) {
-    err = cudaMemcpyAsync(s->dev + from, s->host + from, L->in_bytes - from, cudaMemcpyHostToDevice, s->stream);
+  if (!err && from < in_bytes) {
+    err = cudaMemcpyAsync(s->dev + from, s->host + from, in_bytes - from, cudaMemcpyHostToDevice, s->stream);
   }
   if (!err) err = device_a_copies(s, L, b);
   return err;

@@ -1,10 +1,7 @@
 // gemmd_gpu_copy_many (gpu_copy.h): one launch per GEMMD_GPU_COPIES_PER_LAUNCH copies, the
 // copies by value in the kernel's parameters (under the 4 KB that every launch may carry),
-// so a captured or a plain launch needs no upload of its list. The list's capacity is the
-// smallest of 2, 8, 32 and GEMMD_GPU_COPIES_PER_LAUNCH that holds the launch's copies: a
-// launch carries its whole parameter block, and the engine's one-request batches copy
-// one or two pieces, not 120. Block (x, y) copies a share of copy y: 16 bytes a thread
-// where both sides and the pitches allow, else byte by byte.
+// so a captured or a plain launch needs no upload of its list. Block (x, y) copies a share
+// of copy y: 16 bytes a thread where both sides and the pitches allow, else byte by byte.
 #include <cuda_runtime.h>
 
 #include "kernels/errors.h"
@@ -15,14 +12,12 @@ namespace {
 constexpr int kThreads = 256;
 constexpr uint32_t kMaxBlocksPerCopy = 256;
 
-template <int N>
 struct CopyList {
-  gemmd_gpu_copy_t c[N];
+  gemmd_gpu_copy_t c[GEMMD_GPU_COPIES_PER_LAUNCH];
 };
-static_assert(sizeof(CopyList<GEMMD_GPU_COPIES_PER_LAUNCH>) <= 4000, "a launch's parameters stay under 4 KB");
+static_assert(sizeof(CopyList) <= 4000, "a launch's parameters stay under 4 KB");
 
-template <int N>
-__global__ void __launch_bounds__(kThreads) copy_many(const CopyList<N> list) {
+__global__ void __launch_bounds__(kThreads) copy_many(const CopyList list) {
   const gemmd_gpu_copy_t &c = list.c[blockIdx.y];
   const uint8_t *src = reinterpret_cast<const uint8_t *>(c.src);
   uint8_t *dst = reinterpret_cast<uint8_t *>(c.dst);
@@ -46,14 +41,6 @@ __global__ void __launch_bounds__(kThreads) copy_many(const CopyList<N> list) {
   }
 }
 
-// Launches copies[0, count) as a list of capacity N.
-template <int N>
-void launch_list(const gemmd_gpu_copy_t *copies, uint32_t count, uint32_t blocks, cudaStream_t stream) {
-  CopyList<N> list;
-  for (uint32_t i = 0; i < count; i++) list.c[i] = copies[i];
-  copy_many<N><<<dim3(blocks, count), kThreads, 0, stream>>>(list);
-}
-
 }  // namespace
 
 extern "C" int gemmd_gpu_copy_many(const gemmd_gpu_copy_t *copies, uint32_t n, cudaStream_t stream) {
@@ -65,9 +52,11 @@ extern "C" int gemmd_gpu_copy_many(const gemmd_gpu_copy_t *copies, uint32_t n, c
   }
   for (uint32_t at = 0; at < n; at += GEMMD_GPU_COPIES_PER_LAUNCH) {
     const uint32_t count = n - at < GEMMD_GPU_COPIES_PER_LAUNCH ? n - at : GEMMD_GPU_COPIES_PER_LAUNCH;
+    CopyList list;
     uint64_t largest = 0;
     for (uint32_t i = 0; i < count; i++) {
-      const uint64_t bytes = static_cast<uint64_t>(copies[at + i].rows) * copies[at + i].row_bytes;
+      list.c[i] = copies[at + i];
+      const uint64_t bytes = static_cast<uint64_t>(list.c[i].rows) * list.c[i].row_bytes;
       largest = bytes > largest ? bytes : largest;
     }
     // Enough blocks that each thread of the largest copy moves one 16-byte vector, at most
@@ -75,16 +64,7 @@ extern "C" int gemmd_gpu_copy_many(const gemmd_gpu_copy_t *copies, uint32_t n, c
     // host memory is a PCIe round trip (µs), so a small copy from the host takes one.
     uint64_t blocks = (largest + kThreads * 16 - 1) / (kThreads * 16);
     blocks = blocks < 1 ? 1 : blocks > kMaxBlocksPerCopy ? kMaxBlocksPerCopy : blocks;
-    const uint32_t b = static_cast<uint32_t>(blocks);
-    if (count <= 2) {
-      launch_list<2>(copies + at, count, b, stream);
-    } else if (count <= 8) {
-      launch_list<8>(copies + at, count, b, stream);
-    } else if (count <= 32) {
-      launch_list<32>(copies + at, count, b, stream);
-    } else {
-      launch_list<GEMMD_GPU_COPIES_PER_LAUNCH>(copies + at, count, b, stream);
-    }
+    copy_many<<<dim3(static_cast<uint32_t>(blocks), count), kThreads, 0, stream>>>(list);
     if (cudaGetLastError() != cudaSuccess) return GEMMD_EDEVICE;
   }
   return GEMMD_OK;
