@@ -33,6 +33,7 @@ typedef struct gemmd_config_s {
   char shm_allow_uids[256];
   char shm_allow_gids[256];
   int64_t shm_max_clients;
+  int64_t shm_spinning_clients;
   uint64_t shm_arenas_bytes;
   uint64_t shm_arenas_bytes_per_uid;
   int64_t shm_hello_timeout_ms;

@@ -59,6 +59,10 @@ struct gemmd_shm_server_s {
   uint64_t arena_bytes_total; /* every client's arena, against --shm-arenas-bytes */
   pin_mode_t pin_mode;         /* --shm-pin-arenas */
   uint64_t pinned_bytes;       /* of all arenas, registered with the engine */
+  /* --shm-spinning-clients (resolved): past this many connected clients every header's
+   * `crowded` is set, and clients block for answers instead of spinning. */
+  unsigned spinning_clients;
+  int crowded;
   void (*done)(gemmd_server_t *srv);
 };
 
@@ -704,12 +708,35 @@ static void client_unref(shm_client_t *c) {
   if (c->sq_poll_inited) uv_close((uv_handle_t *)&c->sq_poll, on_client_handle_closed);
 }
 
+/* How many connected clients may spin-wait: the configured number, or the online CPUs less
+ * the threads of gemmd that poll (loop, stager, completer, a finisher), at least 1. */
+enum { GEMMD_POLLING_THREADS = 4 };
+
+static unsigned spinning_clients(const gemmd_config_t *cfg) {
+  if (cfg->shm_spinning_clients > 0) return (unsigned)cfg->shm_spinning_clients;
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return cpus > GEMMD_POLLING_THREADS + 1 ? (unsigned)(cpus - GEMMD_POLLING_THREADS) : 1u;
+}
+
+/* After the count of active clients changed: when crowding starts or ends, every active
+ * client's header says so (a client that spins while others need the cores slows them
+ * all: docs/shm-protocol.md §3). */
+static void update_crowding(gemmd_shm_server_t *ss) {
+  const int crowded = ss->n_active > ss->spinning_clients;
+  if (crowded == ss->crowded) return;
+  ss->crowded = crowded;
+  for (shm_client_t *c = ss->clients; c != NULL; c = c->next) {
+    if (c->state == ACTIVE) store_release(&c->hdr->crowded, (uint32_t)crowded);
+  }
+}
+
 static void close_client(shm_client_t *c, const char *why) {
   if (c->state == CLOSING) return;
   if (c->state == HANDSHAKE) c->ss->n_handshaking--;
   const int was_active = c->state == ACTIVE;
   if (was_active) {
     c->ss->n_active--;
+    update_crowding(c->ss);
     gemmd_log(GEMMD_LOG_INFO, "shm client gone", "client=%u pid=%d uid=%u reason=\"%s\" in_flight=%u",
               c->id, (int)c->peer.pid, (unsigned)c->peer.uid, why, c->inflight);
     uv_poll_stop(&c->sq_poll);
@@ -878,6 +905,8 @@ static void handshake(shm_client_t *c) {
     refuse(c, code, msg);
     return;
   }
+  /* Crowded counting this client, before it can wait for anything. */
+  store_release(&c->hdr->crowded, ss->n_active + 1 > ss->spinning_clients);
   gemmd_shm_welcome_t w;
   memset(&w, 0, sizeof w);
   memcpy(w.magic, GEMMD_SHM_MAGIC, 8);
@@ -910,6 +939,7 @@ static void handshake(shm_client_t *c) {
   c->state = ACTIVE;
   ss->n_handshaking--;
   ss->n_active++;
+  update_crowding(ss);
   uv_poll_init(&ss->srv->loop, &c->sq_poll, c->sq_efd);
   c->sq_poll_inited = 1;
   c->sq_poll.data = c;
@@ -1258,6 +1288,7 @@ int gemmd_shm_start(gemmd_server_t *srv, gemmd_shm_server_t **out, char *err, si
   ss->pin_mode = strcmp(cfg->shm_pin_arenas, "all") == 0    ? PIN_ALL
                  : strcmp(cfg->shm_pin_arenas, "used") == 0 ? PIN_USED
                                                             : PIN_OFF;
+  ss->spinning_clients = spinning_clients(cfg);
   ss->srv = srv;
   ss->listen_fd = -1;
   if (parse_ids(cfg->shm_allow_uids, (unsigned *)ss->uids, &ss->n_uids, "shm-allow-uids", err,

@@ -371,6 +371,28 @@ class Metrics(unittest.TestCase):
             self.assertEqual(rc, 0, out)
 
 
+class Crowding(unittest.TestCase):
+    def test_crowded_word_follows_the_clients(self):
+        """Past --shm-spinning-clients connected clients every header says crowded (its
+        clients block for answers instead of spinning), a new client's before its WELCOME,
+        and none does once enough have left."""
+        with H.Gemmd("--shm-spinning-clients", "2") as d:
+            c1, c2 = S.Client(d.shm_socket), S.Client(d.shm_socket)
+            self.assertEqual([c.crowded() for c in (c1, c2)], [False, False])
+            c3 = S.Client(d.shm_socket)
+            self.assertEqual([c.crowded() for c in (c1, c2, c3)], [True, True, True])
+            c3.close()
+            deadline = time.time() + 5
+            while c1.crowded() and time.time() < deadline:
+                time.sleep(0.01)
+            self.assertEqual([c.crowded() for c in (c1, c2)], [False, False])
+            c1.close()
+            c2.close()
+        with H.Gemmd() as d:  # the default: never fewer than one client may spin
+            with S.Client(d.shm_socket) as c:
+                self.assertFalse(c.crowded())
+
+
 class Refusals(unittest.TestCase):
     def test_bad_hello(self):
         with H.Gemmd() as d:

@@ -71,7 +71,8 @@ typedef struct gemmd_shm_header_s {
   gemmd_shm_line_t server_idle;    /* 512, gemmd */
   gemmd_shm_line_t client_waiting; /* 576, client */
   gemmd_shm_line_t cq_seq;         /* 640, gemmd; futex word */
-  uint8_t reserved1[GEMMD_SHM_HEADER_BYTES - 704];
+  gemmd_shm_line_t crowded;        /* 704, gemmd: nonzero, clients block at once, no spin */
+  uint8_t reserved1[GEMMD_SHM_HEADER_BYTES - 768];
 } gemmd_shm_header_t;
 
 typedef struct gemmd_shm_sqe_s {
@@ -149,6 +150,7 @@ GEMMD_SHM_STATIC_ASSERT(sizeof(gemmd_shm_welcome_t) == 256, "WELCOME is 256 byte
 GEMMD_SHM_STATIC_ASSERT(sizeof(gemmd_shm_header_t) == GEMMD_SHM_HEADER_BYTES, "header size");
 GEMMD_SHM_STATIC_ASSERT(offsetof(gemmd_shm_header_t, sq_tail) == 256, "sq_tail at 256");
 GEMMD_SHM_STATIC_ASSERT(offsetof(gemmd_shm_header_t, cq_seq) == 640, "cq_seq at 640");
+GEMMD_SHM_STATIC_ASSERT(offsetof(gemmd_shm_header_t, crowded) == 704, "crowded at 704");
 GEMMD_SHM_STATIC_ASSERT(sizeof(gemmd_shm_sqe_t) == GEMMD_SHM_ENTRY_BYTES, "SQ entry size");
 GEMMD_SHM_STATIC_ASSERT(offsetof(gemmd_shm_sqe_t, d_capacity) == 80, "d_capacity at 80");
 GEMMD_SHM_STATIC_ASSERT(offsetof(gemmd_shm_sqe_t, a_region) == 88, "a_region at 88");

@@ -230,7 +230,8 @@ class ShmTransport:
         owns the completion ring while it waits and takes its answer there itself, spinning
         for up to SPIN_S first: the hand-off from the completion thread costs two thread
         wake-ups (~100 µs in Python). It spins only while answers have come within SPIN_S
-        on average, else it sleeps on the ring at once: a spinning thread holds the
+        on average and gemmd does not say the host is crowded, else it sleeps on the ring
+        at once: a spinning thread holds the
         interpreter, and the process's other threads would wait for it (4 threads of
         synchronous GEMMs made 7.3-7.8k req/s spinning every time, 10.6-13.1k not;
         docs/bench/shm_cpu.md). Any other caller waits on its future."""
@@ -286,7 +287,8 @@ class ShmTransport:
                     pass
         fut.add_done_callback(wake)
         conn = self.conn
-        spin_until = time.perf_counter() + SPIN_S if self._answer_s <= SPIN_S else 0.0
+        spin = self._answer_s <= SPIN_S and not conn.crowded()
+        spin_until = time.perf_counter() + SPIN_S if spin else 0.0
         while not fut.done():
             with self._consume:
                 done = conn.pop_completions()

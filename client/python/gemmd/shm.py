@@ -56,7 +56,7 @@ ELEMENT_BYTES = {DTYPE_E4M3: 1, DTYPE_E5M2: 1, DTYPE_BF16: 2, DTYPE_FP16: 2, DTY
 
 # Header word offsets (section 2).
 SQ_TAIL, SQ_HEAD, CQ_TAIL, CQ_HEAD = 256, 320, 384, 448
-SERVER_IDLE, CLIENT_WAITING, CQ_SEQ = 512, 576, 640
+SERVER_IDLE, CLIENT_WAITING, CQ_SEQ, CROWDED = 512, 576, 640, 704
 
 HELLO = struct.Struct("<8sIIQII")               # 32 bytes
 WELCOME = struct.Struct("<8sIiQII224s")          # 256 bytes
@@ -330,6 +330,11 @@ class Connection:
 
     def _set_u32(self, off: int, v: int) -> None:
         self._words[off >> 2] = v & 0xFFFFFFFF
+
+    def crowded(self) -> bool:
+        """gemmd's word that more clients are connected than may spin-wait for answers:
+        waiters then block at once (section 3)."""
+        return self._u32(CROWDED) != 0
 
     def sq_room(self) -> int:
         """Entries that may be submitted now without overflowing the completion ring."""
