@@ -1182,9 +1182,10 @@ static void answer_batch(cuda_engine_t *e, gemmd_batch_t *b) {
   e->base.done(e->base.done_ctx, b);
 }
 
-/* With the mutex held: hands a batch with its status to the finishing threads, so that one batch's copies and
- * wake-ups never hold up noticing the next (answering on this thread whenever the GPU had
- * nothing else measured far slower at 8 clients: docs/bench/serving.md). */
+/* With the mutex held: hands a batch with its status to the finishing threads, so that
+ * one batch's copies and wake-ups never hold up noticing the next (answering on this
+ * thread whenever the GPU had nothing else measured far slower at 8 clients:
+ * docs/bench/serving.md). */
 static void finish_batch(cuda_engine_t *e, gemmd_batch_t *b) {
   e->finished[e->n_finished++] = b;
   pthread_cond_signal(&e->fin_cv);
