@@ -905,8 +905,11 @@ static void handshake(shm_client_t *c) {
     refuse(c, code, msg);
     return;
   }
-  /* Crowded counting this client, before it can wait for anything. */
-  store_release(&c->hdr->crowded, ss->n_active + 1 > ss->spinning_clients);
+  /* Counted, and every header's crowded word set with it, before the client can wait for
+   * anything (a WELCOME that cannot be sent takes the count back). */
+  ss->n_active++;
+  update_crowding(ss);
+  store_release(&c->hdr->crowded, (uint32_t)ss->crowded);
   gemmd_shm_welcome_t w;
   memset(&w, 0, sizeof w);
   memcpy(w.magic, GEMMD_SHM_MAGIC, 8);
@@ -933,13 +936,13 @@ static void handshake(shm_client_t *c) {
   const ssize_t sent = sendmsg(c->sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
   close(memfd); /* the mapping and the client's copy keep the arena */
   if (sent != (ssize_t)sizeof w) {
+    ss->n_active--;
+    update_crowding(ss);
     close_client(c, "WELCOME could not be sent");
     return;
   }
   c->state = ACTIVE;
   ss->n_handshaking--;
-  ss->n_active++;
-  update_crowding(ss);
   uv_poll_init(&ss->srv->loop, &c->sq_poll, c->sq_efd);
   c->sq_poll_inited = 1;
   c->sq_poll.data = c;
