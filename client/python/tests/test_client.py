@@ -363,6 +363,41 @@ def test_worker_spins_again_after_slow_answers(client, monkeypatch):
     client.unregister_weight(info)
 
 
+def test_worker_does_not_spin_while_gemmd_says_crowded(monkeypatch):
+    """A one-thread worker spins for its answers only while gemmd's header does not say
+    crowded (more clients connected than --shm-spinning-clients): with a second client
+    connected past a bound of 1 it sleeps on the ring at once, reading it a few times a
+    call instead of the many times a spin does."""
+    from gemmd import _shm_transport as T
+    from gemmd import shm
+
+    monkeypatch.setattr(T, "SPIN_S", 0.05)
+    reads, pop = [0], shm.Connection.pop_completions
+
+    def counting(self):
+        reads[0] += threading.current_thread() is threading.main_thread()
+        return pop(self)
+    monkeypatch.setattr(shm.Connection, "pop_completions", counting)
+    with H.Gemmd("--shm-spinning-clients", "1") as d:
+        with gemmd.Client("unix://" + d.shm_socket, timeout=60) as c:
+            info = c.register_weight("crowded", np.ones((16, 16), np.float32))
+            x = np.ones((1, 16), np.float32)
+
+            def reads_per_call():
+                for _ in range(20):  # past the 8 calls after which the caller owns the ring
+                    c.gemm(x, info, out_dtype="fp32")
+                reads[0] = 0
+                for _ in range(50):
+                    c.gemm(x, info, out_dtype="fp32")
+                return reads[0] / 50
+            assert not c._t.conn.crowded()
+            alone = reads_per_call()
+            with gemmd.Client("unix://" + d.shm_socket, timeout=60):
+                assert c._t.conn.crowded()
+                crowded = reads_per_call()
+    assert crowded <= 4 and alone >= 2 * crowded, (alone, crowded)
+
+
 def test_asyncio(daemon):
     async def main(target):
         async with gemmd.aio.Client(target) as c:
