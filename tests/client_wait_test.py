@@ -7,7 +7,8 @@ that took up to twice the budget, 100.6-129.3k sleeping; docs/bench/serving.md).
 gemmd holds every batch for 3 ms (--max-batch-delay-us) and the clients' budget is 2 ms, so
 every answer takes 1.5 budgets: a client that still spun here would spend two thirds of its
 wall time on a core. Checked for libgemmclient (gemmctl bench, synchronous GEMMs over shm)
-and the gemmd package's one-thread worker (gemmd.Client.gemm)."""
+and the gemmd package's one-thread worker (gemmd.Client.gemm); and that libgemmclient sleeps for
+answers within its budget while gemmd's header says the host is crowded."""
 
 import os
 import resource
@@ -81,6 +82,27 @@ class SlowAnswers(unittest.TestCase):
         self.assertGreater(int(n), 50)  # answers came (each after ~3 ms)
         self.assertLess(float(share), MAX_CPU_SHARE_PACKAGE, "the package used %s of a core waiting on %d µs answers"
                         % (share, HOLD_US))
+
+
+class Crowded(unittest.TestCase):
+    """Answers within the budget (held 1 ms), but gemmd's header says crowded: with
+    --shm-spinning-clients 1 and another client connected, libgemmclient sleeps anyway (on
+    the build machine: 0.01 of a core; 1.00 with the client's crowded check removed)."""
+
+    def test_c_client_sleeps_when_crowded(self):
+        sys.path.insert(0, os.path.dirname(H.repo_path("client/python/gemmd_shm.py")))
+        import gemmd_shm as S
+        with H.Gemmd("--max-batch-delay-us", "1000", "--shm-spinning-clients", "1") as d:
+            with S.Client(d.shm_socket):
+                cpu0, t0 = child_cpu_seconds(), time.monotonic()
+                p = subprocess.run([H.repo_path("client/gemmctl/gemmctl"), "--addr", "unix://" + d.shm_socket,
+                                    "bench", "--transport", "shm", "--shape", "1x16x64", "--duration", "1.5",
+                                    "--warmup", "0.2", "--quiet"], capture_output=True, text=True, timeout=60,
+                                   env=dict(os.environ, GEMMD_SHM_SPIN_US=str(BUDGET_US)))
+                share = (child_cpu_seconds() - cpu0) / (time.monotonic() - t0)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertLess(share, MAX_CPU_SHARE_C, "gemmctl used %.2f of a core waiting while crowded:\n%s"
+                        % (share, p.stdout))
 
 
 if __name__ == "__main__":
