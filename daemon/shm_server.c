@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -708,13 +709,15 @@ static void client_unref(shm_client_t *c) {
   if (c->sq_poll_inited) uv_close((uv_handle_t *)&c->sq_poll, on_client_handle_closed);
 }
 
-/* How many connected clients may spin-wait: the configured number, or the online CPUs less
- * the threads of gemmd that poll (loop, stager, completer, a finisher), at least 1. */
+/* How many connected clients may spin-wait: the configured number, or the CPUs gemmd may
+ * run on (its affinity mask, which a cpuset narrows; else the online CPUs) less the
+ * threads of gemmd that poll (loop, stager, completer, a finisher), at least 1. */
 enum { GEMMD_POLLING_THREADS = 4 };
 
 static unsigned spinning_clients(const gemmd_config_t *cfg) {
   if (cfg->shm_spinning_clients > 0) return (unsigned)cfg->shm_spinning_clients;
-  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  cpu_set_t set;
+  const long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
   return cpus > GEMMD_POLLING_THREADS + 1 ? (unsigned)(cpus - GEMMD_POLLING_THREADS) : 1u;
 }
 
