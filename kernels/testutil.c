@@ -33,7 +33,9 @@ uint64_t test_seed(const char *test_name) {
     clock_gettime(CLOCK_REALTIME, &ts);
     seed = (uint64_t)ts.tv_sec * 1000000007ull + (uint64_t)ts.tv_nsec;
   }
-  printf("%s: TEST_SEED=%llu\n", test_name, (unsigned long long)seed);
+  /* On stderr, unbuffered: a failing check may end the process (LeakSanitizer's exit among
+   * them) before stdout is flushed, and the seed is what reproduces the failure. */
+  fprintf(stderr, "%s: TEST_SEED=%llu\n", test_name, (unsigned long long)seed);
   return seed;
 }
 
