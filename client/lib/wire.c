@@ -167,15 +167,16 @@ int gemmd_wire_decode_gemm(const uint8_t *buf, size_t len, gemmd_gemm_result_t *
     return rc;
   }
   rc = check_output(resp->d, status);
-  if (rc == 0) {
-    result->data = malloc(resp->d->data.len > 0 ? resp->d->data.len : 1);
-    if (result->data == NULL) {
-      rc = gemmd_status_set(status, GEMMD_STATUS_RESOURCE_EXHAUSTED,
-                            "out of memory for a %zu-byte result", resp->d->data.len);
-    }
+  if (rc == 0 && resp->d->data.len == 0) {
+    result->data = malloc(1); /* an empty result still owns a buffer */
+    if (result->data == NULL) rc = gemmd_status_set(status, GEMMD_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  } else if (rc == 0) {
+    /* The unpacked message's own copy of D (protobuf-c's default allocator: malloc) becomes
+     * the result's: no second copy, and no second allocation of the result's size. */
+    result->data = resp->d->data.data;
+    resp->d->data.data = NULL;
   }
   if (rc == 0) {
-    memcpy(result->data, resp->d->data.data, resp->d->data.len);
     result->data_bytes = resp->d->data.len;
     result->request_id = resp->request_id;
     result->rows = resp->d->rows;
