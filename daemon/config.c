@@ -69,9 +69,9 @@ static const opt_t options[] = {
     STR(shm_allow_gids, "shm-allow-gids", "", "comma-separated gids allowed on the shm socket"),
     INT(shm_max_clients, "shm-max-clients", "64", 1, 4096, "shared-memory clients at once"),
     INT(shm_spinning_clients, "shm-spinning-clients", "0", 0, 4096,
-        "shared-memory clients may spin-wait for answers while at most this many are connected; "
-        "past it gemmd's header tells them to block at once (0: the CPUs gemmd may run on less its 4 "
-        "polling threads, at least 1)"),
+        "shared-memory clients may spin-wait for answers while at most this many are busy (a request "
+        "in flight or sent within 20 ms); past it gemmd's header tells them to block at once (0: the "
+        "CPUs gemmd may run on less its 4 polling threads, at least 1)"),
     SIZE(shm_arenas_bytes_per_uid, "shm-arenas-bytes-per-uid", "0", 0, 1ll << 40,
          "arena bytes the clients of one uid may hold together (0: only --shm-arenas-bytes)"),
     INT(shm_hello_timeout_ms, "shm-hello-timeout-ms", "2000", 10, 600000,

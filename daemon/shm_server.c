@@ -60,9 +60,13 @@ struct gemmd_shm_server_s {
   uint64_t arena_bytes_total; /* every client's arena, against --shm-arenas-bytes */
   pin_mode_t pin_mode;         /* --shm-pin-arenas */
   uint64_t pinned_bytes;       /* of all arenas, registered with the engine */
-  /* --shm-spinning-clients (resolved): past this many connected clients every header's
-   * `crowded` is set, and clients block for answers instead of spinning. */
+  /* --shm-spinning-clients (resolved): past this many busy clients every header's
+   * `crowded` is set, and clients block for answers instead of spinning. A client is busy
+   * from an entry it sends until it has had nothing in flight for BUSY_WINDOW_NS; the
+   * sweep, running while any client is busy, finds those that have gone idle. */
   unsigned spinning_clients;
+  unsigned n_busy;
+  uv_timer_t busy_sweep;
   int crowded;
   void (*done)(gemmd_server_t *srv);
 };
@@ -112,6 +116,8 @@ struct shm_client_s {
   uint32_t inflight, max_inflight;
   int refs; /* the connection's own + one per operation in flight */
   int draining_ring;
+  int busy;              /* counted in n_busy */
+  uint64_t last_entry_ns; /* when it last sent an entry */
   int registering; /* a REGISTER_WEIGHT is on the pool: the next one waits in the ring */
   int opening_region; /* a REGION_OPEN is on the pool: the socket is not read meanwhile */
   uint32_t version; /* the protocol version of its HELLO */
@@ -143,6 +149,7 @@ typedef struct prep_job_s {
 
 static void client_unref(shm_client_t *c);
 static void drain_ring(shm_client_t *c);
+static void set_busy(shm_client_t *c, uint64_t now);
 static void unpin_work(uv_work_t *w);
 static void unpin_done(uv_work_t *w, int status);
 
@@ -501,6 +508,7 @@ static void prep_done(uv_work_t *req, int status) {
 static void take_entry(shm_client_t *c, const gemmd_shm_sqe_t *e) {
   gemmd_server_t *srv = c->ss->srv;
   const uint64_t accepted = gemmd_now_ns();
+  set_busy(c, accepted);
   char msg[512];
   if (!gemmd_shm_reserved_clear(e, c->version)) {
     publish_error(c, e, GEMMD_CODE_INVALID_ARGUMENT, "entry reserved bytes must be 0", accepted);
@@ -714,6 +722,13 @@ static void client_unref(shm_client_t *c) {
  * threads of gemmd that poll (loop, stager, completer, a finisher), at least 1. */
 enum { GEMMD_POLLING_THREADS = 4 };
 
+/* A client counts as busy from an entry until it has had nothing in flight for this long:
+ * a model worker whose GEMMs come a few ms apart, between its other work, stays busy (and
+ * the headers do not flip at every step); one that has paused no longer makes the others
+ * block. The sweep's period bounds how late that is noticed. */
+#define BUSY_WINDOW_NS 20000000ull
+enum { BUSY_SWEEP_MS = 5 };
+
 static unsigned spinning_clients(const gemmd_config_t *cfg) {
   if (cfg->shm_spinning_clients > 0) return (unsigned)cfg->shm_spinning_clients;
   cpu_set_t set;
@@ -721,16 +736,42 @@ static unsigned spinning_clients(const gemmd_config_t *cfg) {
   return cpus > GEMMD_POLLING_THREADS + 1 ? (unsigned)(cpus - GEMMD_POLLING_THREADS) : 1u;
 }
 
-/* After the count of active clients changed: when crowding starts or ends, every active
+/* After the count of busy clients changed: when crowding starts or ends, every active
  * client's header says so (a client that spins while others need the cores slows them
  * all: docs/shm-protocol.md §3). */
 static void update_crowding(gemmd_shm_server_t *ss) {
-  const int crowded = ss->n_active > ss->spinning_clients;
+  const int crowded = ss->n_busy > ss->spinning_clients;
   if (crowded == ss->crowded) return;
   ss->crowded = crowded;
   for (shm_client_t *c = ss->clients; c != NULL; c = c->next) {
     if (c->state == ACTIVE) store_release(&c->hdr->crowded, (uint32_t)crowded);
   }
+}
+
+static void set_idle(shm_client_t *c) {
+  if (!c->busy) return;
+  c->busy = 0;
+  if (--c->ss->n_busy == 0) uv_timer_stop(&c->ss->busy_sweep);
+  update_crowding(c->ss);
+}
+
+static void on_busy_sweep(uv_timer_t *t) {
+  gemmd_shm_server_t *ss = t->data;
+  const uint64_t now = gemmd_now_ns();
+  for (shm_client_t *c = ss->clients; c != NULL; c = c->next) {
+    if (c->busy && c->inflight == 0 && now - c->last_entry_ns > BUSY_WINDOW_NS) set_idle(c);
+  }
+}
+
+/* Loop thread, for every entry taken from the client's ring. */
+static void set_busy(shm_client_t *c, uint64_t now) {
+  c->last_entry_ns = now;
+  if (c->busy) return;
+  c->busy = 1;
+  if (c->ss->n_busy++ == 0 && !c->ss->stopping) {
+    uv_timer_start(&c->ss->busy_sweep, on_busy_sweep, BUSY_SWEEP_MS, BUSY_SWEEP_MS);
+  }
+  update_crowding(c->ss);
 }
 
 static void close_client(shm_client_t *c, const char *why) {
@@ -739,7 +780,7 @@ static void close_client(shm_client_t *c, const char *why) {
   const int was_active = c->state == ACTIVE;
   if (was_active) {
     c->ss->n_active--;
-    update_crowding(c->ss);
+    set_idle(c);
     gemmd_log(GEMMD_LOG_INFO, "shm client gone", "client=%u pid=%d uid=%u reason=\"%s\" in_flight=%u",
               c->id, (int)c->peer.pid, (unsigned)c->peer.uid, why, c->inflight);
     uv_poll_stop(&c->sq_poll);
@@ -908,10 +949,9 @@ static void handshake(shm_client_t *c) {
     refuse(c, code, msg);
     return;
   }
-  /* Counted, and every header's crowded word set with it, before the client can wait for
-   * anything (a WELCOME that cannot be sent takes the count back). */
+  /* Counted, and its header's crowded word set, before the client can wait for anything (a
+   * WELCOME that cannot be sent takes the count back). */
   ss->n_active++;
-  update_crowding(ss);
   store_release(&c->hdr->crowded, (uint32_t)ss->crowded);
   gemmd_shm_welcome_t w;
   memset(&w, 0, sizeof w);
@@ -940,7 +980,6 @@ static void handshake(shm_client_t *c) {
   close(memfd); /* the mapping and the client's copy keep the arena */
   if (sent != (ssize_t)sizeof w) {
     ss->n_active--;
-    update_crowding(ss);
     close_client(c, "WELCOME could not be sent");
     return;
   }
@@ -1345,8 +1384,9 @@ int gemmd_shm_start(gemmd_server_t *srv, gemmd_shm_server_t **out, char *err, si
   uv_poll_start(&ss->listen_poll, UV_READABLE, on_listen);
   uv_timer_init(&srv->loop, &ss->hello_sweep);
   uv_timer_init(&srv->loop, &ss->accept_pause);
-  ss->hello_sweep.data = ss->accept_pause.data = ss;
-  ss->timers_open = 2;
+  uv_timer_init(&srv->loop, &ss->busy_sweep);
+  ss->hello_sweep.data = ss->accept_pause.data = ss->busy_sweep.data = ss;
+  ss->timers_open = 3;
   const uint64_t sweep_ms = cfg->shm_hello_timeout_ms / 4 + 1;
   uv_timer_start(&ss->hello_sweep, on_hello_sweep, sweep_ms, sweep_ms);
   *out = ss;
@@ -1372,6 +1412,7 @@ void gemmd_shm_stop(gemmd_shm_server_t *ss, void (*done)(gemmd_server_t *srv)) {
   ss->done = done;
   uv_close((uv_handle_t *)&ss->hello_sweep, on_timer_closed);
   uv_close((uv_handle_t *)&ss->accept_pause, on_timer_closed);
+  uv_close((uv_handle_t *)&ss->busy_sweep, on_timer_closed);
   uv_close((uv_handle_t *)&ss->listen_poll, on_listen_closed);
   for (shm_client_t *c = ss->clients, *next; c != NULL; c = next) {
     next = c->next;

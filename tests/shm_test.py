@@ -372,22 +372,44 @@ class Metrics(unittest.TestCase):
 
 
 class Crowding(unittest.TestCase):
-    def test_crowded_word_follows_the_clients(self):
-        """Past --shm-spinning-clients connected clients every header says crowded (its
-        clients block for answers instead of spinning), a new client's before its WELCOME,
-        and none does once enough have left."""
-        with H.Gemmd("--shm-spinning-clients", "2") as d:
-            c1, c2 = S.Client(d.shm_socket), S.Client(d.shm_socket)
-            self.assertEqual([c.crowded() for c in (c1, c2)], [False, False])
-            c3 = S.Client(d.shm_socket)
-            self.assertEqual([c.crowded() for c in (c1, c2, c3)], [True, True, True])
-            c3.close()
-            deadline = time.time() + 5
-            while c1.crowded() and time.time() < deadline:
-                time.sleep(0.01)
-            self.assertEqual([c.crowded() for c in (c1, c2)], [False, False])
-            c1.close()
-            c2.close()
+    @staticmethod
+    def _until(cond, seconds=5.0):
+        deadline = time.time() + seconds
+        while not cond() and time.time() < deadline:
+            time.sleep(0.005)
+        return cond()
+
+    @staticmethod
+    def _held_gemm(c):
+        """Submits a tiny GEMM that --max-batch-delay-us keeps in flight: its client is
+        busy until the answer, whatever the test's own timing. The request id."""
+        ao, do = c.alloc(16), c.alloc(64)
+        rid, raw = c.gemm_entry(m=1, k=16, n=1, a=(ao, 1, 0, 0), b=(ao, 1, 0, 0), d=do, d_capacity=64)
+        c.submit(raw)
+        return rid
+
+    def test_crowded_word_follows_the_busy_clients(self):
+        """Past --shm-spinning-clients busy clients (a request in flight, or one sent within
+        the last 20 ms) every header says crowded, a new client's before its WELCOME; clients
+        that are connected and idle do not count, and it clears once the busy ones go
+        quiet."""
+        with H.Gemmd("--shm-spinning-clients", "1", "--max-batch-delay-us", "1000000") as d:
+            c1, c2, c3 = (S.Client(d.shm_socket) for _ in range(3))
+            clients = [c1, c2, c3]
+            self.assertEqual([c.crowded() for c in clients], [False] * 3)  # connected, idle
+            r1 = self._held_gemm(c1)
+            time.sleep(0.05)  # one busy client: at the bound, not past it
+            self.assertEqual([c.crowded() for c in clients], [False] * 3)
+            r2 = self._held_gemm(c2)
+            self.assertTrue(self._until(lambda: all(c.crowded() for c in clients), 0.5))
+            c4 = S.Client(d.shm_socket)  # told at its WELCOME, while both are in flight
+            clients.append(c4)
+            self.assertTrue(c4.crowded())
+            self.assertEqual(c1.wait(r1).status, 0)
+            self.assertEqual(c2.wait(r2).status, 0)
+            self.assertTrue(self._until(lambda: not any(c.crowded() for c in clients)))
+            for c in clients:
+                c.close()
         with H.Gemmd() as d:  # the default: never fewer than one client may spin
             with S.Client(d.shm_socket) as c:
                 self.assertFalse(c.crowded())

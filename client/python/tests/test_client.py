@@ -365,9 +365,9 @@ def test_worker_spins_again_after_slow_answers(client, monkeypatch):
 
 def test_worker_does_not_spin_while_gemmd_says_crowded(monkeypatch):
     """A one-thread worker spins for its answers only while gemmd's header does not say
-    crowded (more clients connected than --shm-spinning-clients): with a second client
-    connected past a bound of 1 it sleeps on the ring at once, reading it a few times a
-    call instead of the many times a spin does."""
+    crowded (more clients busy than --shm-spinning-clients): with a second client busy past
+    a bound of 1 it sleeps on the ring at once, reading it a few times a call instead of
+    the many times a spin does."""
     from gemmd import _shm_transport as T
     from gemmd import shm
 
@@ -392,9 +392,23 @@ def test_worker_does_not_spin_while_gemmd_says_crowded(monkeypatch):
                 return reads[0] / 50
             assert not c._t.conn.crowded()
             alone = reads_per_call()
-            with gemmd.Client("unix://" + d.shm_socket, timeout=60):
-                assert c._t.conn.crowded()
-                crowded = reads_per_call()
+            with gemmd.Client("unix://" + d.shm_socket, timeout=60) as other:
+                assert not c._t.conn.crowded()  # connected but idle: it does not count
+                info2 = other.register_weight("crowded-2", np.ones((16, 16), np.float32))
+                stop = threading.Event()
+
+                def keep_busy():  # a call every ~0.5 ms: busy
+                    while not stop.is_set():
+                        other.gemm(x, info2, out_dtype="fp32")
+                        time.sleep(0.0005)
+                t = threading.Thread(target=keep_busy)
+                t.start()
+                try:
+                    crowded = reads_per_call()
+                    assert c._t.conn.crowded()
+                finally:
+                    stop.set()
+                    t.join()
     assert crowded <= 4 and alone >= 2 * crowded, (alone, crowded)
 
 
