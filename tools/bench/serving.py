@@ -22,7 +22,9 @@ gemmd_batch_stage_seconds_total (µs) and the GEMM kernels' share
 (gemmd_batch_gemm_seconds_total), all taken from /metrics at the window's two ends.
 Every worker connects and warms up before the window, which starts only when all of them
 have said they are ready (a torch worker takes seconds to start); the window is the same for
-all. Binaries come from $GEMMD_BIN_DIR (the GPU bundle) or bazel-bin/.
+all. Before each row's table line: the machine's busy cores and gemmd's threads, and the
+workers' own CPU over the window (cores, and µs of CPU a request). Binaries come from
+$GEMMD_BIN_DIR (the GPU bundle) or bazel-bin/.
 
     python3 tools/bench/serving.py worker ADDRESS M K IDS START_AT SECONDS
 
@@ -250,6 +252,17 @@ def gemmd_cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def processes_cpu_seconds(procs):
+    """CPU seconds of the processes so far (0 for one that has already gone)."""
+    total = 0.0
+    for p in procs:
+        try:
+            total += gemmd_cpu_seconds(p.pid)
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
 def thread_cpu_seconds(pid):
     """CPU seconds of each of gemmd's threads, summed by thread name."""
     out = {}
@@ -422,19 +435,26 @@ def run_groups(g, groups, seconds, churn=0):
     churners = churn_clients(g.shm_socket, churn, start_at + seconds, hello_ms, churn_errors) if churn else []
     m0, cpu0, t0 = metrics(g.metrics_port), gemmd_cpu_seconds(g.proc.pid), time.monotonic()
     th0, mc0 = thread_cpu_seconds(g.proc.pid), machine_cpu_seconds()
+    cl0 = [processes_cpu_seconds(ps) for ps in procs]
     time.sleep(max(0.0, start_at + seconds - time.time()))
     m1, cpu1, t1 = metrics(g.metrics_port), gemmd_cpu_seconds(g.proc.pid), time.monotonic()
     th1, mc1 = thread_cpu_seconds(g.proc.pid), machine_cpu_seconds()
+    cl1 = [processes_cpu_seconds(ps) for ps in procs]
     threads = {k: (v - th0.get(k, 0.0)) / (t1 - t0) for k, v in th1.items() if v - th0.get(k, 0.0) > 0}
     machine_busy = (mc1[0] - mc0[0]) / (t1 - t0)
     print("# CPU cores: machine busy %.2f of %d; gemmd's threads: %s" % (
         machine_busy, os.cpu_count(), ", ".join("%s %.2f" % kv for kv in sorted(threads.items(), key=lambda kv: -kv[1]))),
         flush=True)
     rows = []
-    for (kind, w, shape, _), ps in zip(groups, procs):
+    for (kind, w, shape, _), ps, c0, c1 in zip(groups, procs, cl0, cl1):
         row = group_row(kind + (" +churn %d" % churn if churn else ""), w, shape, seconds, collect(ps))
         rows.append(add_metrics(row, m0, m1, seconds, (cpu1 - cpu0) / (t1 - t0)))
-        row.update({"machine_busy_cores": machine_busy, "gemmd_thread_cores": threads})
+        clients = (c1 - c0) / (t1 - t0)
+        row.update({"machine_busy_cores": machine_busy, "gemmd_thread_cores": threads,
+                    "client_cpu_cores": clients,
+                    "client_cpu_us_per_req": clients / row["req_s"] * 1e6 if row["req_s"] else 0.0})
+        print("# clients' CPU: %s x%d %.2f cores, %.1f us a request" % (
+            kind, w, clients, row["client_cpu_us_per_req"]), flush=True)
     for t in churners:
         t.join()
     hello_ms.sort()
