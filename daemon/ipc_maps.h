@@ -7,7 +7,8 @@
  * region still belongs to its own connection (shm_server.c checks region ids per
  * connection). Sharing the mapping grants a client nothing new: an IPC handle is a
  * capability, and whoever holds its bytes can open it in a process of its own.
- * Thread-safe: regions are opened on the uv pool and closed on the loop or the pool. The opening and closing are the engine's (functions given at init), so that this
+ * Thread-safe: regions are opened on the uv pool and closed on the loop or the pool. The
+ * opening and closing are the engine's (functions given at init), so that this
  * bookkeeping builds and is tested without CUDA. */
 #ifndef GEMMD_DAEMON_IPC_MAPS_H_
 #define GEMMD_DAEMON_IPC_MAPS_H_

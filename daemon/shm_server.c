@@ -717,7 +717,7 @@ static void client_unref(shm_client_t *c) {
   if (c->sq_poll_inited) uv_close((uv_handle_t *)&c->sq_poll, on_client_handle_closed);
 }
 
-/* How many connected clients may spin-wait: the configured number, or the CPUs gemmd may
+/* How many busy clients may spin-wait: the configured number, or the CPUs gemmd may
  * run on (its affinity mask, which a cpuset narrows; else the online CPUs) less the
  * threads of gemmd that poll (loop, stager, completer, a finisher), at least 1. */
 enum { GEMMD_POLLING_THREADS = 4 };

@@ -127,27 +127,22 @@ static void check_case(test_rng_t *rng, uint32_t M, uint32_t N, uint32_t K, gemm
   if (out == GEMMD_DTYPE_FP16) test_fp16_overflow_mask(naive, (const uint16_t *)d1, mn, 1e-3, 1, what);
   const double err = gemmd_rel_frobenius_error(naive, d1, out, mn);
   double tol = tolerance(out, K);
-  {
-    /* FP32 accumulation rounds each partial sum, a random walk of about sqrt(K)·2^-24 of the
-     * terms' size. Where the terms cancel (extreme FP8 codes of 3e5 summing to 20 beside
-     * outputs that overflow and are masked) that is the error that remains, relative to a
-     * tiny D. Elements that overflowed count in neither norm. */
-    double slack2 = 0, norm2 = 0;
-    for (size_t i = 0; i < mn; i++) {
-      if (!isfinite(naive[i])) continue;
-      const double e = sqrt((double)K) * ldexp(terms[i], -24);
-      slack2 += e * e;
-      norm2 += naive[i] * naive[i];
-    }
-    if (norm2 > 0) tol += sqrt(slack2 / norm2);
+  /* Absolute slack, relative to D's norm (elements that overflowed count in neither):
+   * - FP32 accumulation rounds each partial sum, a random walk of about sqrt(K)·2^-24 of
+   *   the terms' size. Where the terms cancel (extreme FP8 codes of 3e5 summing to 20
+   *   beside outputs that overflow and are masked) that is the error that remains.
+   * - FP16 subnormals (below 2^-14) are 2^-24 apart, so rounding one may cost up to 2^-25
+   *   whatever the relative tolerance (seen: one D of -1.2e-5). */
+  double slack2 = 0, norm2 = 0;
+  for (size_t i = 0; i < mn; i++) {
+    if (!isfinite(naive[i])) continue;
+    const double e = sqrt((double)K) * ldexp(terms[i], -24);
+    slack2 += e * e;
+    norm2 += naive[i] * naive[i];
   }
-  if (out == GEMMD_DTYPE_FP16) {
-    /* FP16 subnormals (below 2^-14) are 2^-24 apart, so rounding one may cost up to 2^-25
-     * whatever the relative tolerance: a tiny D (seen: one value of -1.2e-5) gets that
-     * much absolute slack per element. */
-    double norm2 = 0;
-    for (size_t i = 0; i < mn; i++) norm2 += naive[i] * naive[i];
-    if (norm2 > 0) tol += ldexp(1.0, -25) * sqrt((double)mn / norm2);
+  if (norm2 > 0) {
+    tol += sqrt(slack2 / norm2);
+    if (out == GEMMD_DTYPE_FP16) tol += ldexp(1.0, -25) * sqrt((double)mn / norm2);
   }
   TEST_CHECK(err <= tol, "%s: relative Frobenius error %.3g > %.3g", what, err, tol);
   g_cases++;

@@ -7,8 +7,8 @@ that took up to twice the budget, 100.6-129.3k sleeping; docs/bench/serving.md).
 gemmd holds every batch for 3 ms (--max-batch-delay-us) and the clients' budget is 2 ms, so
 every answer takes 1.5 budgets: a client that still spun here would spend two thirds of its
 wall time on a core. Checked for libgemmclient (gemmctl bench, synchronous GEMMs over shm)
-and the gemmd package's one-thread worker (gemmd.Client.gemm); and that libgemmclient sleeps for
-answers within its budget while gemmd's header says the host is crowded."""
+and the gemmd package's one-thread worker (gemmd.Client.gemm); and that libgemmclient
+sleeps for answers within its budget while gemmd's header says the host is crowded."""
 
 import os
 import resource

@@ -390,7 +390,7 @@ class Crowding(unittest.TestCase):
 
     def test_crowded_word_follows_the_busy_clients(self):
         """Past --shm-spinning-clients busy clients (a request in flight, or one sent within
-        the last 20 ms) every header says crowded, a new client's before its WELCOME; clients
+        the last 20 ms) every header says crowded, a new client's from its connect; clients
         that are connected and idle do not count, and it clears once the busy ones go
         quiet."""
         with H.Gemmd("--shm-spinning-clients", "1", "--max-batch-delay-us", "1000000") as d:

@@ -255,7 +255,7 @@ static int wait_slot(gemmd_shm_client_t *s, uint32_t idx, uint64_t deadline_ns) 
   slot_t *sl = &s->slots[idx];
   const uint64_t start = now_ns(), spin_ns = (uint64_t)s->spin_us * 1000u;
   /* No spin while answers take longer than it on average, or while gemmd says that more
-   * clients are connected than there are cores to spin on (docs/shm-protocol.md §3). */
+   * clients are busy than there are cores to spin on (docs/shm-protocol.md §3). */
   const int no_spin = atomic_load_explicit(&s->wait_avg_ns, memory_order_relaxed) > spin_ns ||
                       __atomic_load_n(&s->hdr->crowded.value, __ATOMIC_RELAXED) != 0;
   const uint64_t spin_until = no_spin ? start : start + spin_ns;

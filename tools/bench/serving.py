@@ -246,7 +246,7 @@ def percentile(sorted_vals, q):
     return sorted_vals[min(len(sorted_vals) - 1, int(q * len(sorted_vals)))]
 
 
-def gemmd_cpu_seconds(pid):
+def process_cpu_seconds(pid):
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -257,8 +257,8 @@ def processes_cpu_seconds(procs):
     total = 0.0
     for p in procs:
         try:
-            total += gemmd_cpu_seconds(p.pid)
-        except (OSError, IndexError, ValueError):
+            total += process_cpu_seconds(p.pid)
+        except OSError:  # it has gone
             pass
     return total
 
@@ -433,11 +433,11 @@ def run_groups(g, groups, seconds, churn=0):
     time.sleep(max(0.0, start_at - time.time()))
     hello_ms, churn_errors = [], []
     churners = churn_clients(g.shm_socket, churn, start_at + seconds, hello_ms, churn_errors) if churn else []
-    m0, cpu0, t0 = metrics(g.metrics_port), gemmd_cpu_seconds(g.proc.pid), time.monotonic()
+    m0, cpu0, t0 = metrics(g.metrics_port), process_cpu_seconds(g.proc.pid), time.monotonic()
     th0, mc0 = thread_cpu_seconds(g.proc.pid), machine_cpu_seconds()
     cl0 = [processes_cpu_seconds(ps) for ps in procs]
     time.sleep(max(0.0, start_at + seconds - time.time()))
-    m1, cpu1, t1 = metrics(g.metrics_port), gemmd_cpu_seconds(g.proc.pid), time.monotonic()
+    m1, cpu1, t1 = metrics(g.metrics_port), process_cpu_seconds(g.proc.pid), time.monotonic()
     th1, mc1 = thread_cpu_seconds(g.proc.pid), machine_cpu_seconds()
     cl1 = [processes_cpu_seconds(ps) for ps in procs]
     threads = {k: (v - th0.get(k, 0.0)) / (t1 - t0) for k, v in th1.items() if v - th0.get(k, 0.0) > 0}

@@ -231,8 +231,8 @@ class ShmTransport:
         for up to SPIN_S first: the hand-off from the completion thread costs two thread
         wake-ups (~100 µs in Python). It spins only while answers have come within SPIN_S
         on average and gemmd does not say the host is crowded, else it sleeps on the ring
-        at once: a spinning thread holds the
-        interpreter, and the process's other threads would wait for it (4 threads of
+        at once: a spinning thread holds the interpreter, and the process's other threads
+        would wait for it (4 threads of
         synchronous GEMMs made 7.3-7.8k req/s spinning every time, 10.6-13.1k not;
         docs/bench/shm_cpu.md). Any other caller waits on its future."""
         me = threading.get_ident()

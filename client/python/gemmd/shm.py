@@ -332,7 +332,7 @@ class Connection:
         self._words[off >> 2] = v & 0xFFFFFFFF
 
     def crowded(self) -> bool:
-        """gemmd's word that more clients are connected than may spin-wait for answers:
+        """gemmd's word that more clients are busy than may spin-wait for answers:
         waiters then block at once (section 3)."""
         return self._u32(CROWDED) != 0
 
