@@ -54,10 +54,10 @@ static double naive_value(const gemmd_operand_t *op, uint32_t r, uint32_t c) {
   return raw * naive_scale(op, r, c);
 }
 
-/* d = A·Bᵀ, and abs = |A|·|B|ᵀ: the size of the terms each element sums, which bounds
+/* d = A·Bᵀ, and terms = |A|·|B|ᵀ: the size of the terms each element sums, which bounds
  * what an FP32 accumulation may lose to cancellation. */
 static void naive_gemm(const gemmd_operand_t *a, const gemmd_operand_t *b, double *d,
-                       double *abs) {
+                       double *terms) {
   for (uint32_t m = 0; m < a->rows; m++) {
     for (uint32_t n = 0; n < b->rows; n++) {
       double s = 0.0, sa = 0.0;
@@ -67,7 +67,7 @@ static void naive_gemm(const gemmd_operand_t *a, const gemmd_operand_t *b, doubl
         sa += fabs(t);
       }
       d[(size_t)m * b->rows + n] = s;
-      abs[(size_t)m * b->rows + n] = sa;
+      terms[(size_t)m * b->rows + n] = sa;
     }
   }
 }
