@@ -492,13 +492,19 @@ static void on_flush_timer(uv_timer_t *t) {
   uv_close((uv_handle_t *)t, on_flush_closed);
 }
 
+/* How long shutdown waits for answers already sent to reach their clients. A large answer
+ * to a client on a loaded machine can take seconds; the wait ends early once all are sent,
+ * so only a client that stopped reading holds shutdown this long (Triton's default exit
+ * timeout is the same 30 s). */
+static const uint64_t kFlushGraceNs = 30000000000ull;
+
 void gemmd_rpc_shutdown(gemmd_rpc_t *rpc, void (*done)(gemmd_server_t *, void *), void *arg) {
   rpc->done = done;
   rpc->done_arg = arg;
   atomic_store(&rpc->shutting_down, 1);
   /* Step 1: no new calls. */
   grpc_server_shutdown_and_notify(rpc->server, rpc->cq[0], &rpc->shutdown_tag);
-  rpc->flush_deadline_ns = gemmd_now_ns() + 5000000000ull;
+  rpc->flush_deadline_ns = gemmd_now_ns() + kFlushGraceNs;
   uv_timer_init(&rpc->srv->loop, &rpc->flush_timer);
   rpc->flush_timer.data = rpc;
   uv_timer_start(&rpc->flush_timer, on_flush_timer, 0, 10);

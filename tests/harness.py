@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import unittest
 import urllib.error
 import urllib.request
 
@@ -84,6 +85,38 @@ def stubs():
 
 # ---- The daemon ----------------------------------------------------------------------------
 
+# The daemons started by the test now running: a failing or erroring test prints the end
+# of each one's log, which is where the daemon's side of the failure is.
+_test_daemons = []
+_LOG_TAIL_LINES = 60
+
+
+def _print_daemon_logs():
+    for d in _test_daemons:
+        try:
+            lines = d.log_text().splitlines()[-_LOG_TAIL_LINES:]
+        except OSError as e:
+            lines = ["(log unreadable: %s)" % e]
+        sys.stderr.write("---- gemmd log %s (last %d lines)\n%s\n----\n"
+                         % (d.log_path, len(lines), "\n".join(lines)))
+
+
+def _wrap_result(name, before):
+    orig = getattr(unittest.TestResult, name)
+
+    def wrapped(self, *args):
+        if before:
+            _test_daemons.clear()
+        else:
+            _print_daemon_logs()
+        return orig(self, *args)
+    setattr(unittest.TestResult, name, wrapped)
+
+
+_wrap_result("startTest", True)
+_wrap_result("addFailure", False)
+_wrap_result("addError", False)
+
 
 class Gemmd:
     """A gemmd process on free ports. Use as a context manager or call stop()."""
@@ -103,6 +136,7 @@ class Gemmd:
                                      preexec_fn=preexec_fn)
         self.grpc_port = self.metrics_port = None
         self._channels = []
+        _test_daemons.append(self)
         if wait_ready:
             self.wait_serving()
 
