@@ -64,7 +64,7 @@ typedef enum {
   GEMMD_TILE_ROWS128 = 0,           /* 128 rows; the epilogue writes 16-byte pieces */
   GEMMD_TILE_ROWS128_TMA_STORE = 1, /* 128 rows; the epilogue writes by TMA tensor stores */
   GEMMD_TILE_ROWS256 = 2,           /* 256 rows, each consumer warpgroup two 64-row halves */
-  GEMMD_TILE_ROWS128_SPLIT = 3,     /* ROWS128 with K in header.k_splits parts (split-K) */
+  GEMMD_TILE_ROWS128_SPLIT = 3,     /* ROWS128, the last round's tiles in header.k_splits K parts */
   GEMMD_TILE_ROWS128_WIDE = 4,      /* ROWS128 at the widths that do not divide 128 (96, 192) */
   GEMMD_TILE_KINDS = 5
 } gemmd_tile_kind_t;
@@ -83,7 +83,7 @@ typedef struct gemmd_batch_header_s {
   uint32_t total_tiles; /* filled by gemmd_gpu_gemm_prepare, for the tile scheduler */
   uint16_t tile_n;      /* columns per output tile, chosen by gemmd_gpu_gemm_prepare */
   uint8_t tile_kind;    /* gemmd_tile_kind_t, chosen with tile_n */
-  uint8_t k_splits;     /* ROWS128_SPLIT: K parts per tile (total_tiles counts tiles × parts); else 1 */
+  uint8_t k_splits;     /* ROWS128_SPLIT: K parts of the grid's last round's tiles; else 1 */
   uint64_t a_arena;  /* byte offsets from the start of the batch buffer */
   uint64_t sa_arena;
   uint64_t raw_arena;

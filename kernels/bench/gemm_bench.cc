@@ -33,7 +33,7 @@
 // K parts per tile, where the kernel split K).
 // --splits times 128-row tiles with K cut into each of those numbers of parts (split-K, the
 // ROWS128_SPLIT kind; each checked against FP64): cells kS/width:us, "kS:-" where the
-// batch's tiles × S do not fit one wave, "kS:not-built" where a build lacks it.
+// last round's tiles × S do not fit the grid, "kS:not-built" where a build lacks it.
 // --flush clean: the flush before every timed run also reads another 256 MiB (kernels/
 // bench/l2_scrub.h), so L2 holds clean lines when the run starts; the default (dirty) flush is a
 // 256 MiB memset alone, after which L2 is full of written lines the run's own reads must

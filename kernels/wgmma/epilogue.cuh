@@ -16,19 +16,21 @@
 
 namespace gemmd::wgmma {
 
-// A unit's part of its tile's sums (split-K): written to the workspace (params.h); the
-// part that arrives last adds all parts in part order (the same sum whichever comes last)
-// into `total` and returns true: it writes the tile. The others return false.
+// A split unit's part of its tile's sums (split-K's tail): written to the workspace
+// (params.h); the part that arrives last adds all parts in part order (the same sum
+// whichever comes last) into `total` and returns true: it writes the tile. The others
+// return false.
 template <uint32_t BN>
 __device__ __forceinline__ bool add_parts(const BatchView &v, const TileRef &tr, uint32_t wg, uint32_t tid,
                                           float (&total)[BN / 2]) {
   constexpr uint32_t kRegs = BN / 2;
   __shared__ uint32_t arrivals[kConsumers];  // the parts of the warpgroup's tile that arrived before it
+  const uint32_t local = tr.tile - v.whole;  // the tile's place in the tail
   float *const partials = v.ws;
   uint32_t *const counter = reinterpret_cast<uint32_t *>(v.ws + (size_t)gridDim.x * kConsumers * kSplitSlotFloats) +
-                            tr.tile * kConsumers + wg;
+                            local * kConsumers + wg;
   auto slot = [&](uint32_t part) {
-    return partials + ((size_t)(part * v.tiles + tr.tile) * kConsumers + wg) * kSplitSlotFloats + tid;
+    return partials + ((size_t)(part * v.tail + local) * kConsumers + wg) * kSplitSlotFloats + tid;
   };
   float *mine = slot(tr.part);
 #pragma unroll
@@ -37,12 +39,12 @@ __device__ __forceinline__ bool add_parts(const BatchView &v, const TileRef &tr,
   warpgroup_sync(wg);
   if (tid == 0) arrivals[wg] = atomicAdd(counter, 1u);
   warpgroup_sync(wg);
-  if (*reinterpret_cast<volatile uint32_t *>(&arrivals[wg]) + 1 < v.parts) return false;
+  if (*reinterpret_cast<volatile uint32_t *>(&arrivals[wg]) + 1 < tr.parts) return false;
   __threadfence();  // every other part's sums are read after their arrivals
   float sum[kRegs];
 #pragma unroll
   for (uint32_t i = 0; i < kRegs; i++) sum[i] = 0.0f;
-  for (uint32_t p = 0; p < v.parts; p++) {
+  for (uint32_t p = 0; p < tr.parts; p++) {
     const float *theirs = slot(p);
 #pragma unroll
     for (uint32_t i = 0; i < kRegs; i++) sum[i] += p == tr.part ? total[i] : __ldcg(theirs + i * 128);

@@ -66,7 +66,7 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
                                              uint32_t &phase, uint32_t wg) {
   constexpr uint32_t kRegs = BN / 2, kHalves = K::kHalves, kWgRows = K::kWgRows;
   const uint32_t tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
-  const KRange kr = k_range<K>(tr, gemmd_ceil_div(g.k, BK), v.parts);
+  const KRange kr = k_range<K>(tr, gemmd_ceil_div(g.k, BK));
   if (tr.m0 + wg * kWgRows >= g.m) {
     // None of this warpgroup's rows are the group's: only keep the ring turning (every
     // K part of the tile does the same, so split-K has nothing to add either).
@@ -113,7 +113,7 @@ __device__ __forceinline__ void consume_tile(const BatchView &v, const gemmd_gro
     }
   }
   if constexpr (K::kSplit) {
-    if (v.parts > 1 && !add_parts<BN>(v, tr, wg, tid, total)) return;  // not the tile's last part
+    if (tr.parts > 1 && !add_parts<BN>(v, tr, wg, tid, total)) return;  // not the tile's last part
   }
   store_tile<K, BN>(v, g, tr, tr_last, ring, wg, ThreadRows{tid, warp, lane, row0, row1}, tm_d, total);
 }
@@ -238,9 +238,22 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel(const uint8_t *
   if (threadIdx.x == 0) stamp(kStampHeader);
   BatchView v;
   v.n_groups = hdr->n_groups;
-  v.total_tiles = hdr->total_tiles;
-  v.parts = K::kSplit && hdr->k_splits > 1 ? hdr->k_splits : 1;
-  v.tiles = v.total_tiles / v.parts;
+  v.tiles = hdr->total_tiles;
+  v.total_tiles = v.tiles;
+  v.parts = 1;
+  v.whole = v.tiles;
+  v.tail = 1;
+  if (K::kSplit && hdr->k_splits > 1) {
+    // The tiles of the grid's last round, split in K over the CTAs that round leaves idle:
+    // the host's parts, or as many as fit a smaller grid (the workspace holds a grid's).
+    const uint32_t tail = v.tiles % gridDim.x, parts = min((uint32_t)hdr->k_splits, gridDim.x / max(tail, 1u));
+    if (tail > 0 && parts > 1) {
+      v.parts = parts;
+      v.whole = v.tiles - tail;
+      v.tail = tail;
+      v.total_tiles = v.whole + tail * parts;
+    }
+  }
   v.ws = ws;
   v.table = reinterpret_cast<const gemmd_group_params_t *>(batch + sizeof(gemmd_batch_header_t));
   v.tmaps = batch + hdr->sched_arena;
@@ -297,8 +310,10 @@ __global__ void __launch_bounds__(kThreads, 1) wgmma_gemm_kernel_joint(const uin
   BatchView v;
   v.n_groups = hdr->n_groups;
   v.total_tiles = hdr->total_tiles;
-  v.parts = 1;
   v.tiles = v.total_tiles;
+  v.parts = 1;
+  v.whole = v.tiles;
+  v.tail = 1;
   v.ws = ws;
   v.table = reinterpret_cast<const gemmd_group_params_t *>(batch + sizeof(gemmd_batch_header_t));
   v.tmaps = batch + hdr->sched_arena;

@@ -24,9 +24,11 @@ namespace gemmd::wgmma {
 //     kernel, in 2-CTA clusters whose CTAs take adjacent column tiles and share A's rows by
 //     multicast (the host counts the tiles of a pair's width); 16..128 columns, and 96
 //     (promoted across B's scale rows as ROWS128_WIDE's);
-//   ROWS128_SPLIT: ROWS128 tiles whose K is cut into header.k_splits parts (split-K), each
-//     part a unit of the persistent grid; each part's FP32 sums go to a workspace and the
-//     last part of a tile to arrive adds them all (in part order) and writes the tile;
+//   ROWS128_SPLIT: ROWS128 tiles; those of the grid's last, partial round (all of them
+//     where the batch has fewer tiles than the grid) have K cut into header.k_splits parts
+//     (split-K), each part a unit of the persistent grid on a CTA that round leaves idle;
+//     each part's FP32 sums go to a workspace and the last part of a tile to arrive adds
+//     them all (in part order) and writes the tile;
 //   ROWS128_WIDE: ROWS128 tiles of 96 or 192 columns, widths that do not divide 128 (a
 //     tile's columns may cross into the next row of B's 128×128 scales: those columns are
 //     promoted with that row's scale). A kernel of their own: compiled into ROWS128's they

@@ -72,7 +72,7 @@ __device__ __forceinline__ void produce(const BatchView &v, uint8_t *ring, Barri
     if (kStamps && loads == 0) stamp(kStampAcquired);
     const gemmd_group_params_t &g = v.table[tr.group];
     const uint32_t kblocks = gemmd_ceil_div(g.k, BK), bytes = (a_box_rows(g.m, K::BM) + BN) * BK;
-    const KRange kr = k_range<K>(tr, kblocks, v.parts);
+    const KRange kr = k_range<K>(tr, kblocks);
     if (kStamps && loads == 0) stamp(kStampLocated, bytes);
     for (uint32_t kb = kr.kb0; kb < kr.kb1; kb++) {
       mbar_wait(&bars.empty[stage], phase ^ 1);
@@ -218,7 +218,7 @@ __device__ __forceinline__ void load_scales(const BatchView &v, uint8_t *ring, B
     const TileRef tr = locate_unit<K, BN>(v, t);
     const gemmd_group_params_t &g = v.table[tr.group];
     const uint32_t kblocks = gemmd_ceil_div(g.k, BK);
-    const KRange kr = k_range<K>(tr, kblocks, v.parts);
+    const KRange kr = k_range<K>(tr, kblocks);
     const float *sa = v.sa_arena + g.sa_offset;
     if constexpr (kScaleChunkBytes<K, BN> != 0) {
       const ScaleSource s = scale_source<K, BN>(v, tr, g);

@@ -34,11 +34,10 @@ static_assert(GEMMD_GPU_TMAP_BYTES == 128, "a CUtensorMap is 128 bytes");
 GEMMD_HOST_DEVICE uint32_t a_box_rows(uint32_t m, uint32_t bm) { return m >= bm ? bm : (m + 7) / 8 * 8; }
 
 // Split-K's workspace (gemmd_gpu_gemm_workspace_bytes; zeroed once, before first use): for
-// each unit of the grid's first wave (units ≤ gridDim.x: the host splits only batches that
-// fit one wave) and each consumer warpgroup, 64 × 128 floats of partial sums in the
-// accumulators' register order (thread tid's element i at i·128 + tid: coalesced, no index
-// math); then an arrival counter per output tile and warpgroup, which the tile's last part
-// sets back to zero.
+// each split unit (the tail's tiles × parts, at most gridDim.x) and each consumer
+// warpgroup, 64 × 128 floats of partial sums in the accumulators' register order (thread
+// tid's element i at i·128 + tid: coalesced, no index math); then an arrival counter per
+// tail tile and warpgroup, which the tile's last part sets back to zero.
 constexpr uint32_t kSplitSlotFloats = 64 * 128;
 
 constexpr uint64_t split_ws_bytes(uint32_t grid) {

@@ -153,8 +153,11 @@ extern "C" int gemmd_gpu_gemm_prepare_split(gemmd_gpu_kernel_t kernel, void *hos
   const uint32_t bm = kind_rows(kind);
   uint32_t parts = 1;
   if (kind == GEMMD_TILE_ROWS128_SPLIT && k_splits != 1) {
-    const SplitChoice c = choose_split(table, hdr->n_groups, sms, tile_n, k_splits);
-    if (k_splits > 1 && c.parts != k_splits) return GEMMD_EINVAL;  // its units would not fit one wave
+    // The rule's parts where it chose them; else the split model's for what was asked.
+    const bool rules = kind == rule.kind && tile_n == 0 && k_splits == 0;
+    const SplitChoice c =
+        rules ? SplitChoice{rule.tile_n, rule.k_splits} : choose_split(table, hdr->n_groups, sms, tile_n, k_splits);
+    if (k_splits > 1 && c.parts != k_splits) return GEMMD_EINVAL;  // the tail's units would not fit the grid
     tile_n = c.tile_n;
     parts = c.parts;
   }
@@ -200,8 +203,8 @@ extern "C" int gemmd_gpu_gemm_prepare_split(gemmd_gpu_kernel_t kernel, void *hos
   bool uniform = hdr->n_groups > 0 && first_tiles > 0;
   for (uint32_t g = 0; uniform && g < hdr->n_groups; g++) uniform = starts[g + 1] - starts[g] == first_tiles;
   starts[hdr->n_groups + 1] = uniform ? first_tiles : 0;
-  if (tiles * parts > 0xFFFFFFFFull) return GEMMD_EINVAL;
-  hdr->total_tiles = static_cast<uint32_t>(tiles * parts);  // units: tiles × K parts
+  if (tiles * parts > 0xFFFFFFFFull) return GEMMD_EINVAL;  // the kernel's units: at most tiles × parts
+  hdr->total_tiles = static_cast<uint32_t>(tiles);
   hdr->k_splits = static_cast<uint8_t>(parts);
   hdr->tile_n = static_cast<uint16_t>(tile_n);
   hdr->tile_kind = static_cast<uint8_t>(kind);

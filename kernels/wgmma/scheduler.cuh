@@ -15,22 +15,29 @@ namespace gemmd::wgmma {
 
 struct TileRef {
   uint32_t group, m0, n0;
-  uint32_t tile;  // the output tile (the unit less its K part)
-  uint32_t part;  // its K part, of `parts` (split-K; else 0 of 1)
+  uint32_t tile;   // the output tile (the unit less its K part)
+  uint32_t part;   // its K part, of `parts`
+  uint32_t parts;  // the K parts of this unit's tile: 1 but for split-K's tail units
 };
 
-// Unit t of the batch: with split-K (`parts` > 1) part t / tiles of output tile t % tiles,
-// else tile t. A tile's group, rows and columns. The group: t / group_tiles where every
+// Unit t of the batch. With split-K (`parts` > 1) the units are the `whole` output tiles of
+// the grid's full rounds, each one unit, then the `tail` tiles of the last, partial round,
+// each in `parts` K parts: unit whole + u is part u / tail of tile whole + u % tail (a batch
+// of fewer tiles than the grid has no full round: every tile is split). Else tile t. A
+// tile's group, rows and columns. The group: t / group_tiles where every
 // group has group_tiles tiles (decode batches: no load), else a binary search over the
 // prefix sums (one dependent global load per step, ~7 for 128 groups, at every tile).
 // Within a group, consecutive tiles walk M first, so CTAs running together share B tiles.
 template <typename K, uint32_t BN>
 __device__ __forceinline__ TileRef locate(const gemmd_group_params_t *table, const uint32_t *starts, uint32_t n_groups,
-                                          uint32_t group_tiles, uint32_t t, uint32_t parts = 1, uint32_t tiles = 0) {
-  uint32_t part = 0;
-  if (K::kSplit && parts > 1) {
-    part = t / tiles;
-    t -= part * tiles;
+                                          uint32_t group_tiles, uint32_t t, uint32_t parts = 1, uint32_t whole = 0,
+                                          uint32_t tail = 1) {
+  uint32_t part = 0, tile_parts = 1;
+  if (K::kSplit && parts > 1 && t >= whole) {
+    const uint32_t u = t - whole;
+    part = u / tail;
+    t = whole + (u - part * tail);
+    tile_parts = parts;
   }
   uint32_t lo = 0, local = t;
   if (group_tiles != 0) {
@@ -49,7 +56,7 @@ __device__ __forceinline__ TileRef locate(const gemmd_group_params_t *table, con
     local = t - starts[lo];
   }
   const uint32_t m_tiles = gemmd_ceil_div(table[lo].m, K::BM);
-  return {lo, (local % m_tiles) * K::BM, (local / m_tiles) * BN, t, part};
+  return {lo, (local % m_tiles) * K::BM, (local / m_tiles) * BN, t, part, tile_parts};
 }
 
 // The K blocks [kb0, kb1) of a unit whose tile has `kblocks`: all, or its part's even share.
@@ -57,8 +64,8 @@ struct KRange {
   uint32_t kb0, kb1;
 };
 template <typename K>
-__device__ __forceinline__ KRange k_range(const TileRef &tr, uint32_t kblocks, uint32_t parts) {
-  if (K::kSplit && parts > 1) return {tr.part * kblocks / parts, (tr.part + 1) * kblocks / parts};
+__device__ __forceinline__ KRange k_range(const TileRef &tr, uint32_t kblocks) {
+  if (K::kSplit && tr.parts > 1) return {tr.part * kblocks / tr.parts, (tr.part + 1) * kblocks / tr.parts};
   return {0, kblocks};
 }
 
@@ -70,9 +77,11 @@ struct BatchView {
   const uint8_t *tmaps;    // kMapsPerGroup per group: A, B, D
   const float *sa_arena;
   uint8_t *d_arena;
-  uint32_t n_groups, total_tiles;
-  uint32_t parts, tiles;  // split-K: K parts per tile (1: none), output tiles (total_tiles / parts)
-  float *ws;              // split-K's workspace (ROWS128_SPLIT)
+  uint32_t n_groups, total_tiles;  // total_tiles: the grid's units
+  uint32_t tiles;                  // output tiles
+  uint32_t parts, whole, tail;     // split-K (locate): K parts of a tail tile (1: none), the
+                                   // tiles before the tail, the tail's tiles
+  float *ws;                       // split-K's workspace (ROWS128_SPLIT)
 };
 
 // BatchView::group_tiles (v.tiles and v.starts set): a one-group batch's are the batch's,
@@ -104,7 +113,7 @@ __device__ __forceinline__ TileRef locate_unit(const BatchView &v, uint32_t t) {
     if (n0 < v.table[tr.group].n) tr.n0 = n0;
     return tr;
   } else {
-    return locate<K, BN>(v.table, v.starts, v.n_groups, v.group_tiles, t, v.parts, v.tiles);
+    return locate<K, BN>(v.table, v.starts, v.n_groups, v.group_tiles, t, v.parts, v.whole, v.tail);
   }
 }
 

@@ -4,12 +4,27 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <initializer_list>
 
 #include "kernels/wgmma/params.h"
 
 namespace gemmd::wgmma {
 namespace {
+
+// Experiment (exp/streamk-tail): $GEMMD_EXP_TAIL=1 lets the rules split the tiles of a
+// batch's last, partial round in K (ROWS128_SPLIT) where they have more than one round.
+bool exp_tail() {
+  static const bool on = [] {
+    const char *v = std::getenv("GEMMD_EXP_TAIL");
+    return v != nullptr && std::atoi(v) != 0;
+  }();
+  return on;
+}
+
+// Split-K's trip through the workspace, in ns (choose_split's fit): 3 µs + 20 ns per column
+// and part past the first.
+double trip_ns(uint32_t tn, uint32_t parts) { return parts > 1 ? 3000.0 + 20.0 * tn * (parts - 1) : 0.0; }
 
 // The tiles of `bm` rows × `tn` columns of the groups the WGMMA kernel runs, and their K
 // blocks summed over the tiles.
@@ -126,9 +141,10 @@ uint32_t choose_kind(const gemmd_group_params_t *table, uint32_t n_groups, uint3
 struct RoundsChoice {
   uint32_t kind, tile_n;
   double cost;  // < 0: the batch is not one for this rule
+  uint32_t parts;
 };
-RoundsChoice choose_by_rounds(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms) {
-  RoundsChoice best = {0, 0, -1.0};
+RoundsChoice choose_by_rounds(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms, bool split) {
+  RoundsChoice best = {0, 0, -1.0, 1};
   const GroupExtent e = group_extent(table, n_groups);
   if (e.min_m == 0xFFFFFFFFu || e.min_m < 256 || e.min_n < 512) return best;
   struct Candidate {
@@ -148,7 +164,17 @@ RoundsChoice choose_by_rounds(const gemmd_group_params_t *table, uint32_t n_grou
     const uint64_t slots = c.paired ? sms / 2 : sms;
     const double rounds = (double)((t.tiles + slots - 1) / slots);
     const double cost = rounds * (t.kblocks / (double)t.tiles) * c.bm * c.tn * c.ps;
-    if (best.cost < 0 || cost < best.cost * 0.999) best = {c.kind, c.tn, cost};
+    if (best.cost < 0 || cost < best.cost * 0.999) best = {c.kind, c.tn, cost, 1};
+    // ROWS128 tiles with the last round's tiles in K parts (ROWS128_SPLIT): the full rounds,
+    // then a part's share of the K blocks, then the parts' trip through the workspace.
+    const uint64_t tail = t.tiles % sms;
+    if (!split || !exp_tail() || c.kind != GEMMD_TILE_ROWS128 || tail == 0 || t.tiles < sms) continue;
+    const double kb = t.kblocks / (double)t.tiles;
+    for (uint32_t p = 2; p <= kMaxKSplits && tail * p <= sms; p++) {
+      const double split = ((double)(t.tiles / sms) * kb + std::ceil(kb / p)) * c.bm * c.tn * c.ps +
+                           trip_ns(c.tn, p) * 1000.0;
+      if (split < best.cost * 0.999) best = {GEMMD_TILE_ROWS128_SPLIT, c.tn, split, p};
+    }
   }
   return best;
 }
@@ -163,10 +189,10 @@ uint32_t choose_wide_width(const gemmd_group_params_t *table, uint32_t n_groups,
   return choose_wide(table, n_groups, sms).tile_n;
 }
 
-// Split-K (ROWS128_SPLIT): K parts per 128-row tile and the width to go with them, for a
-// batch whose units (tiles × parts) fit one wave of the grid, by the width cost model plus
-// the sums' trip through the workspace: each part writes 64 × tn floats per warpgroup and
-// the last reads the others'. Left free (`parts` 0) it splits batches whose unsplit width
+// Split-K (ROWS128_SPLIT): K parts for the 128-row tiles of the grid's last, partial round
+// (every tile, for a batch of one round) and the width to go with them, by the width cost
+// model plus the sums' trip through the workspace: each part writes 64 × tn floats per
+// warpgroup and the last reads the others'. The tail's units (tiles × parts) fit the grid. Left free (`parts` 0) it splits batches whose unsplit width
 // would be 16 by that model, and long-K 65–128-row batches in 2 parts (below); no others:
 // measured, split-K won only there (N = 2112 at M ≤ 128: 18.3 → 15.0 µs) and lost elsewhere
 // (4096×7168 at M ≤ 128: 19.9 → 23.0 µs with 4 parts of 128 columns; K = 2048: 11.9 →
@@ -192,15 +218,19 @@ SplitChoice choose_split(const gemmd_group_params_t *table, uint32_t n_groups, u
     return best;
   }
   double best_cost = -1;
+  // The tiles of a last, partial round may be split where more than one round is asked for
+  // by its parts (or the experiment's switch); else only batches of one round.
+  const bool tails = parts != 0 || exp_tail();
   for (uint32_t tn : {128u, 64u, 32u, 16u}) {
     if (tile_n != 0 && tn != tile_n) continue;
     const TileCount c = count_tiles(table, n_groups, 128, tn);
     if (c.tiles == 0) return best;
+    const uint64_t tail = c.tiles % sms, full = c.tiles / sms;
+    const double kb = c.kblocks / (double)c.tiles;
     for (uint32_t p = 1; p <= kMaxKSplits; p++) {
-      if ((parts != 0 && p != parts) || (p > 1 && c.tiles * p > sms)) continue;
-      const double waves = (double)((c.tiles * p + sms - 1) / sms);
-      const double cost = waves * std::ceil(c.kblocks / (double)c.tiles / p) * (219.0 + 2.66 * tn) +
-                          (p > 1 ? 3000.0 + 20.0 * tn * (p - 1) : 0.0);
+      if ((parts != 0 && p != parts) || (p > 1 && (tail == 0 || tail * p > sms || (full > 0 && !tails)))) continue;
+      const double cost = p == 1 ? (double)((c.tiles + sms - 1) / sms) * std::ceil(kb) * (219.0 + 2.66 * tn)
+                                 : ((double)full * kb + std::ceil(kb / p)) * (219.0 + 2.66 * tn) + trip_ns(tn, p);
       if (best_cost < 0 || cost < best_cost * 0.999) {
         best = {tn, p};
         best_cost = cost;
@@ -212,8 +242,8 @@ SplitChoice choose_split(const gemmd_group_params_t *table, uint32_t n_groups, u
 
 TileConfig choose_tiles(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms, bool split) {
   if (sms == 0) sms = 1;
-  const RoundsChoice r = choose_by_rounds(table, n_groups, sms);
-  if (r.cost >= 0) return TileConfig{r.kind, r.tile_n, 1};
+  const RoundsChoice r = choose_by_rounds(table, n_groups, sms, split);
+  if (r.cost >= 0) return TileConfig{r.kind, r.tile_n, r.parts};
   const uint32_t kind = choose_kind(table, n_groups, sms);
   if (kind == GEMMD_TILE_ROWS128) {
     if (split) {

@@ -39,8 +39,9 @@ uint32_t choose_width(const gemmd_group_params_t *table, uint32_t n_groups, uint
 uint32_t choose_wide_width(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms);
 
 // Split-K's width and K parts: `tile_n` / `parts` 0 leave them to the model (parts 1 in the
-// result: no split). Only configurations whose units (tiles × parts) fit one wave of the
-// grid are split.
+// result: no split). The parts split the tiles of the grid's last, partial round (every
+// tile of a batch of one round), and only where those tiles × parts fit the grid; left to
+// the model, only batches of one round are split.
 struct SplitChoice {
   uint32_t tile_n, parts;
 };

@@ -137,6 +137,25 @@ int main() {
       bad++;
     }
   }
+  // Split-K's tail: K parts asked for a batch of several rounds split its last round's
+  // tiles where they times the parts fit the grid (4096x2112x7168: 544 tiles of 128
+  // columns, 4 rounds of 132 and 16: up to 8 parts), and not where they do not (4096x1536:
+  // 384 tiles, 120 in the last round) or where the rounds are full (4096x2112 at 64
+  // columns: 1056 tiles, 8 rounds).
+  {
+    gemmd_group_params_t g = {};
+    g.m = 4096, g.n = 2112, g.k = 7168, g.out_dtype = GEMMD_DTYPE_BF16;
+    for (uint32_t parts : {2u, 4u, 8u}) {
+      const gemmd::wgmma::SplitChoice c = gemmd::wgmma::choose_split(&g, 1, 132, 128, parts);
+      TEST_CHECK(c.parts == parts && c.tile_n == 128, "tail of 16 tiles in %u parts: got %u", parts, c.parts);
+    }
+    TEST_CHECK(gemmd::wgmma::choose_split(&g, 1, 132, 64, 2).parts == 1, "full rounds: no tail to split");
+    g.n = 1536;
+    TEST_CHECK(gemmd::wgmma::choose_split(&g, 1, 132, 128, 2).parts == 1, "a tail of 120 tiles in 2 parts");
+    // Left to the rules, a batch of several rounds is not split (unless $GEMMD_EXP_TAIL).
+    g.n = 2112;
+    TEST_CHECK(gemmd::wgmma::choose_split(&g, 1, 132, 0, 0).parts == 1, "free choice, several rounds");
+  }
   // 256-row tiles pick their width for 256 rows: 4096x7168x16384 stays at 128 columns.
   TEST_CHECK(choose_tiles(1, 4096, 7168, 16384, GEMMD_DTYPE_BF16).tile_n == 128, "rows256 width");
   // Groups with FP32 output run on the other kernel and do not count; with none left the
@@ -201,8 +220,8 @@ int main() {
         {"width 64 on ROWS128_WIDE", GEMMD_TILE_ROWS128_WIDE, 64, 0, GEMMD_EINVAL},
         {"K parts at width 96", AUTO, 96, 2, GEMMD_EINVAL},
         {"too many K parts", AUTO, 0, GEMMD_GPU_MAX_K_SPLITS + 1, GEMMD_EINVAL},
-        // K parts are the split kind's alone, and only where tiles × parts fit one wave
-        // (here: no tiles at all).
+        // K parts are the split kind's alone, and only where the last round's tiles ×
+        // parts fit the grid (here: no tiles at all).
         {"K parts that do not fit", AUTO, 0, 2, GEMMD_EINVAL},
         {"K parts of another kind", GEMMD_TILE_ROWS256, 0, 2, GEMMD_ENOTSUP},
     };
