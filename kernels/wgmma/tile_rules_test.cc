@@ -59,9 +59,10 @@ int main() {
       {"8x32768x512", 1, 8, 32768, 512, {128}},
       {"8x7168x2048", 1, 8, 7168, 2048, {32, 64, 128}},
       {"4096x7168x16384", 1, 4096, 7168, 16384, {128}},
-      // ROWS256 at 96 columns: 134.2 µs vs ROWS128_WIDE's 192 141.2, ROWS256's 128 144.8;
-      // ROWS128_WIDE at 192: 152.3 µs vs 164.4 at 128
-      {"4096x2112x7168", 1, 4096, 2112, 7168, {96}},
+      // the stream-K tail (ROWS128_SPLIT, 3 or 4 parts of 128 columns in the last round):
+      // 130.3 / 128.7 µs vs ROWS256/96's 137.6 (2026-12-06, H100); before it, ROWS256 at 96
+      // columns: 134.2 µs vs ROWS128_WIDE's 192 141.2, ROWS256's 128 144.8
+      {"4096x2112x7168", 1, 4096, 2112, 7168, {128}},
       {"3840x2112x7168", 1, 3840, 2112, 7168, {128}},
       // ROWS128 at 64 columns where the batch has few tiles: 23.9 µs vs ROWS128_WIDE's
       // 96 29.6 at M = 256; 42.2 vs ROWS256's 96 47.8 at M = 1024; at M = 512 x 4096 x 7168
@@ -96,9 +97,8 @@ int main() {
       {"1024x2112x7168", 1, 1024, 2112, 7168, R128},  // at 64 columns (above)
       {"2048x7168x16384", 1, 2048, 7168, 16384, R256},  // 419.9 µs vs ROWS128/128 434.5
       {"8192x8192x8192", 1, 8192, 8192, 8192, R256},             // 1244 / 1249 / 1199
-      // ROWS256/96 134.2 µs vs ROWS128_WIDE/192 141.2; ROWS128_WIDE/192 152.3 vs ROWS128/128
-      // 164.4
-      {"4096x2112x7168", 1, 4096, 2112, 7168, R256},             // 160 / 163 / 183
+      // the stream-K tail 130.3 µs vs ROWS256/96 137.6 (above)
+      {"4096x2112x7168", 1, 4096, 2112, 7168, 1u << GEMMD_TILE_ROWS128_SPLIT},
       {"4096x4096x7168", 1, 4096, 4096, 7168, R128 | TMA | R256},  // 256 / 261 / 262
       {"4096x32768x512", 1, 4096, 32768, 512, R256},             // 234 / 260 / 225
       {"4096x24576x1536", 1, 4096, 24576, 1536, R128 | R256},    // 360 / 372 / 358
@@ -152,9 +152,21 @@ int main() {
     TEST_CHECK(gemmd::wgmma::choose_split(&g, 1, 132, 64, 2).parts == 1, "full rounds: no tail to split");
     g.n = 1536;
     TEST_CHECK(gemmd::wgmma::choose_split(&g, 1, 132, 128, 2).parts == 1, "a tail of 120 tiles in 2 parts");
-    // Left to the rules, a batch of several rounds is not split (unless $GEMMD_EXP_TAIL).
+    // Left free, split-K's own choice does not split a batch of several rounds; the rounds
+    // rule does, where its model gains 3% or more: 4096x2112x7168 (3 parts of 128 columns,
+    // modelled 131.5 against ROWS256/96's 140.4), not 4096x576x7168 (46.2 against 46.8),
+    // and not with split-K off.
     g.n = 2112;
     TEST_CHECK(gemmd::wgmma::choose_split(&g, 1, 132, 0, 0).parts == 1, "free choice, several rounds");
+    gemmd::wgmma::TileConfig t = gemmd::wgmma::choose_tiles(&g, 1, 132);
+    TEST_CHECK(t.kind == GEMMD_TILE_ROWS128_SPLIT && t.tile_n == 128 && t.k_splits == 3,
+               "4096x2112x7168's tail: got %s/%u in %u parts", gemmd_tile_kind_name(t.kind), t.tile_n, t.k_splits);
+    t = gemmd::wgmma::choose_tiles(&g, 1, 132, false);
+    TEST_CHECK(t.kind == GEMMD_TILE_ROWS256 && t.k_splits == 1, "split-K off: got %s", gemmd_tile_kind_name(t.kind));
+    g.n = 576;
+    t = gemmd::wgmma::choose_tiles(&g, 1, 132);
+    TEST_CHECK(t.kind == GEMMD_TILE_ROWS256 && t.k_splits == 1, "4096x576x7168 under the margin: got %s in %u parts",
+               gemmd_tile_kind_name(t.kind), t.k_splits);
   }
   // 256-row tiles pick their width for 256 rows: 4096x7168x16384 stays at 128 columns.
   TEST_CHECK(choose_tiles(1, 4096, 7168, 16384, GEMMD_DTYPE_BF16).tile_n == 128, "rows256 width");
