@@ -195,10 +195,10 @@ uint32_t choose_wide_width(const gemmd_group_params_t *table, uint32_t n_groups,
 // model plus the sums' trip through the workspace: each part writes 64 × tn floats per
 // warpgroup and the last reads the others'. The tail's units (tiles × parts) fit the grid.
 // Left free (`parts` 0) it splits batches whose unsplit width would be 16 by that model, and
-// long-K 65–128-row batches in 2 parts (below); no others: measured, split-K won only there (N = 2112 at M ≤ 128: 18.3 → 15.0 µs) and lost elsewhere
-// (4096×7168 at M ≤ 128: 19.9 → 23.0 µs with 4 parts of 128 columns; K = 2048: 11.9 →
-// 16.0); the trip, inferred from those times against this model, 3–12 µs: about 3 µs + 20
-// ns per column and part past the first.
+// long-K 65–128-row batches in 2 parts (below); no others: measured, split-K won only there
+// (N = 2112 at M ≤ 128: 18.3 → 15.0 µs) and lost elsewhere (4096×7168 at M ≤ 128: 19.9 →
+// 23.0 µs with 4 parts of 128 columns; K = 2048: 11.9 → 16.0); the trip, inferred from those
+// times against this model, 3–12 µs: about 3 µs + 20 ns per column and part past the first.
 SplitChoice choose_split(const gemmd_group_params_t *table, uint32_t n_groups, uint32_t sms, uint32_t tile_n,
                          uint32_t parts) {
   const uint32_t unsplit = choose_width(table, n_groups, sms, 128);
