@@ -6,10 +6,12 @@
  * / D arenas), fills a pinned copy, and runs on the slot's stream: upload (one DMA, plus a
  * DMA straight from the client's pinned arena for each large A), GPU quantization of raw A,
  * the grouped GEMM (or one cuBLASLt call per group), download of D (one DMA to the pinned
- * copy, or DMAs straight into pinned arenas). With graphs on, the kernels between the two copies are captured once per slot
- * and replayed for every batch: they read group count and shapes from the device buffer, so
- * no batch needs a recapture; the copies, whose sizes change, stay plain stream copies
- * around the replay.
+ * copy, or DMAs straight into pinned arenas). With graphs on, the kernels between the two
+ * copies are captured once per slot and replayed for every batch: they read group count and
+ * shapes from the device buffer, so no batch needs a recapture. A small batch, whose upload
+ * and results each go by one copy-kernel launch, runs as one graph launch with those copies
+ * as nodes, their lists set per batch (copy_graph_t); a larger one's copies, whose sizes
+ * change, stay plain stream copies around the replay.
  * cuBLASLt graphs depend on the shapes: they are cached by the batch's signature.
  *
  * Several slots (--engine-slots) let later batches stage, upload and queue their kernels
@@ -71,6 +73,15 @@ typedef struct {
   uint64_t used;
 } lt_graph_t;
 
+/* A graph that holds a small batch's copies as well as its kernels (graph_copies): the
+ * upload before them and the results after, each one copy-kernel node whose list is set
+ * per batch (cudaGraphExecKernelNodeSetParams), so that the batch is one graph launch. */
+typedef struct {
+  cudaGraph_t graph; /* kept while exec lives: its nodes name what is set per batch */
+  cudaGraphExec_t exec;
+  cudaGraphNode_t up, down; /* down: NULL in the graph without result copies */
+} copy_graph_t;
+
 typedef struct {
   /* The batch's stream: `urgent` (the highest priority) for batches of requests, `bulk`
    * (the lowest) for pieces of large requests, so that a small batch's kernels get SMs
@@ -90,6 +101,9 @@ typedef struct {
   uint64_t sig;   /* its signature (kernel_choice.h), when measuring */
   void *ws;       /* the WGMMA kernel's split-K workspace for this slot's stream (zeroed once) */
   lt_graph_t lt[LT_CACHE];
+  /* graphs with copy nodes, by part mask and whether the batch has result copies */
+  copy_graph_t cg[N_PART_MASKS][2];
+  gemmd_gpu_copy_node_t up_node, down_node; /* their lists for the batch */
   gemmd_batch_t *batch;
   gemmd_batch_header_t hdr;
   int busy;
@@ -129,6 +143,10 @@ struct cuda_engine_s {
    * layout exist unless MODE_OWN; the WGMMA kernel's workspaces unless MODE_CUBLASLT. */
   enum { MODE_OWN, MODE_CUBLASLT, MODE_MEASURED } mode;
   int use_graphs;
+  /* a batch whose upload and results each fit one copy-kernel launch runs as one graph
+   * with them (copy_graph_t): with graphs on, unless such a graph's capture came out in an
+   * unexpected shape */
+  int graph_copies;
   gemmd_gpu_kernel_t kernel; /* gemmd's own kernel */
   gemmd_kernel_choices_t *choices; /* MODE_MEASURED */
   char choices_path[4096];          /* where they persist; "" for nowhere */
@@ -715,9 +733,9 @@ static int fault_kernel_launch(cudaStream_t stream);
 
 /* The most entries a batch's copy list takes: per request, A's rows and its scales (a
  * flat copy may take two entries) before the GEMM, or D's (two) after; and a flat copy of
- * the whole (two) where the staged upload or the results' download go by kernel. */
+ * the whole (two each) where the staged upload and the results' download go by kernel. */
 #define COPIES_PER_REQUEST 3u
-#define COPIES_PER_BATCH 2u
+#define COPIES_PER_BATCH 4u
 
 /* Room in the slot's copy list for the batch, made while it is staged, so that a host
  * allocation that fails fails the batch and is never taken for the GPU's failure. */
@@ -755,11 +773,12 @@ static void add_flat_copy(slot_t *s, uint32_t *n, const void *src, void *dst, ui
 /* A in the client's device memory (a_device): its rows into the A arena, over the zeroed
  * rows the staged copy brought (the padding past k stays 0), and its scales, or its raw
  * rows into the raw arena for the quantizer, where stage's quantization job (one per raw
- * A, in request order) says. After the staged upload, on the same stream, in one launch
- * for the whole batch. */
-static cudaError_t device_a_copies(slot_t *s, const layout_t *L, const gemmd_batch_t *b) {
+ * A, in request order) says: the list, appended to the slot's from entry n (returns the
+ * new count); device_a_copies launches it after the staged upload, on the same stream, in
+ * one launch for the whole batch. */
+static uint32_t device_a_list(slot_t *s, const layout_t *L, const gemmd_batch_t *b, uint32_t n) {
   const gemmd_quant_job_t *jobs = quant_jobs(s, L, b);
-  uint32_t j = 0, n = 0;
+  uint32_t j = 0;
   for (uint32_t i = 0; i < b->n_requests; i++) {
     const gemmd_request_t *r = b->requests[i];
     const gemmd_quant_job_t *q = r->a_raw != NULL ? &jobs[j++] : NULL;
@@ -774,6 +793,11 @@ static cudaError_t device_a_copies(slot_t *s, const layout_t *L, const gemmd_bat
                     sizeof(float) * (uint64_t)gemmd_group_sa_count(r->m, r->k));
     }
   }
+  return n;
+}
+
+static cudaError_t device_a_copies(slot_t *s, const layout_t *L, const gemmd_batch_t *b) {
+  const uint32_t n = device_a_list(s, L, b, 0);
   if (n > 0 && gemmd_gpu_copy_many(s->copies, n, s->stream) != GEMMD_OK) return cudaErrorLaunchFailure;
   return cudaSuccess;
 }
@@ -785,7 +809,8 @@ static cudaError_t device_a_copies(slot_t *s, const layout_t *L, const gemmd_bat
  * copy_kernel_bytes has them read from the pinned copy by the copy kernel, over PCIe:
  * the GEMM after a kernel starts sooner than after a DMA, and a small batch does not
  * queue behind a large request's DMAs on the copy engines (docs/bench/serving.md). */
-static cudaError_t upload(const cuda_engine_t *e, slot_t *s, const layout_t *L, const gemmd_batch_t *b) {
+static cudaError_t upload(const cuda_engine_t *e, slot_t *s, const layout_t *L, const gemmd_batch_t *b,
+                          uint32_t *listed) {
   int direct = 0;
   for (uint32_t i = 0; i < b->n_requests && !direct; i++) direct = gemmd_batch_a_direct(b, b->requests[i]);
   /* The A arena is the last block before D: when every request's A is read in place, no
@@ -796,9 +821,14 @@ static cudaError_t upload(const cuda_engine_t *e, slot_t *s, const layout_t *L, 
   if (!direct && in_bytes <= e->copy_kernel_bytes) {
     uint32_t n = 0;
     add_flat_copy(s, &n, s->host, s->dev, in_bytes);
+    if (listed != NULL) { /* for a graph's node: only where nothing else is copied in */
+      *listed = n;
+      return device_a_list(s, L, b, n) == n ? cudaSuccess : cudaErrorNotSupported;
+    }
     if (gemmd_gpu_copy_many(s->copies, n, s->stream) != GEMMD_OK) return cudaErrorLaunchFailure;
     return device_a_copies(s, L, b); /* a launch of its own: it writes over staged rows */
   }
+  if (listed != NULL) return cudaErrorNotSupported;
   cudaError_t err = cudaSuccess;
   uint64_t from = 0; /* bytes of the pinned copy uploaded so far */
   for (uint32_t i = 0; i < b->n_requests && !err; i++) {
@@ -910,9 +940,11 @@ static uint64_t lt_key(const gemmd_batch_t *b, const layout_t *L) {
  * copy_kernel_bytes, and those in device memory, go by one copy-kernel launch (the kernel
  * writes pinned host memory through its mapping, over PCIe); larger ones by DMA, a 2 MiB
  * piece of an arena each. An arena not pinned gets its result from the pinned buffer,
- * copied by a finishing thread (answer_batch). */
+ * copied by a finishing thread (answer_batch). With `listed`, nothing is queued: the
+ * copy-kernel entries are appended to the slot's list from entry *listed, which becomes
+ * its new count, and a batch whose results need a DMA gets cudaErrorNotSupported. */
 static cudaError_t result_copies(const cuda_engine_t *e, slot_t *s, const layout_t *L, const gemmd_batch_t *b,
-                                 const char **step) {
+                                 const char **step, uint32_t *listed) {
   const int by_kernel = align256(b->d_bytes) <= e->copy_kernel_bytes;
   int host_readers = 0;
   for (uint32_t i = 0; i < b->n_requests; i++) {
@@ -920,12 +952,15 @@ static cudaError_t result_copies(const cuda_engine_t *e, slot_t *s, const layout
     host_readers += r->d_dest == NULL || (!r->d_dest_pinned && !r->d_device);
   }
   cudaError_t err = cudaSuccess;
-  uint32_t n = 0;
+  const uint32_t from = listed != NULL ? *listed : 0;
+  uint32_t n = from;
   uint8_t *const d_dev = s->dev + L->h.d_arena;
   if (host_readers > 0) {
     *step = "download";
     if (by_kernel) {
       add_flat_copy(s, &n, d_dev, s->host + L->h.d_arena, align256(b->d_bytes));
+    } else if (listed != NULL) {
+      return cudaErrorNotSupported;
     } else {
       err = cudaMemcpyAsync(s->host + L->h.d_arena, d_dev, align256(b->d_bytes), cudaMemcpyDeviceToHost, s->stream);
     }
@@ -937,10 +972,108 @@ static cudaError_t result_copies(const cuda_engine_t *e, slot_t *s, const layout
     if (r->d_device || (r->d_dest != NULL && r->d_dest_pinned && by_kernel && e->arena_by_kernel)) {
       add_flat_copy(s, &n, d_dev + r->d_offset, r->d_dest, r->d_bytes);
     } else if (r->d_dest != NULL && r->d_dest_pinned) {
+      if (listed != NULL) return cudaErrorNotSupported;
       err = host_dma(d_dev + r->d_offset, r->d_dest, r->d_bytes, cudaMemcpyDeviceToHost, s->stream);
     }
   }
+  if (listed != NULL) {
+    *listed = n;
+    return cudaSuccess;
+  }
   if (!err && n > 0 && gemmd_gpu_copy_many(s->copies, n, s->stream) != GEMMD_OK) err = cudaErrorLaunchFailure;
+  return err;
+}
+
+/* The graph of copy_graph_t for the batch's part mask, captured on first use: a placeholder
+ * copy node (an empty list of one copy), the kernels, and a second placeholder (of two)
+ * where the batch has result copies. */
+static cudaError_t copy_graph(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_batch_t *b, int with_down,
+                              copy_graph_t **out) {
+  copy_graph_t *c = &s->cg[s->parts][with_down];
+  *out = c;
+  if (c->exec != NULL) return cudaSuccess;
+  cudaGraph_t g;
+  cudaError_t err = cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal);
+  if (err) return err;
+  const gemmd_gpu_copy_t none = {0, 0, 0, 0, 0, 0};
+  cudaError_t work = gemmd_gpu_copy_many(&none, 1, s->stream) == GEMMD_OK ? cudaSuccess : cudaErrorLaunchFailure;
+  if (!work) work = enqueue_kernels(e, s, L, b, 1);
+  const gemmd_gpu_copy_t two[2] = {none, none};
+  if (!work && with_down && gemmd_gpu_copy_many(two, 2, s->stream) != GEMMD_OK) work = cudaErrorLaunchFailure;
+  err = cudaStreamEndCapture(s->stream, &g);
+  if (work || err) {
+    if (!err) cudaGraphDestroy(g);
+    return work ? work : err;
+  }
+  /* the copy nodes, known by their placeholders' grids: one row of blocks for the upload's
+   * one copy, two for the results' two */
+  cudaGraphNode_t nodes[16];
+  size_t all = sizeof nodes / sizeof nodes[0];
+  err = cudaGraphGetNodes(g, NULL, &all);
+  if (!err && all <= sizeof nodes / sizeof nodes[0]) err = cudaGraphGetNodes(g, nodes, &all);
+  c->up = c->down = NULL;
+  const void *up_func = NULL, *down_func = NULL;
+  for (size_t i = 0; !err && all <= sizeof nodes / sizeof nodes[0] && i < all; i++) {
+    enum cudaGraphNodeType type;
+    struct cudaKernelNodeParams p;
+    if (cudaGraphNodeGetType(nodes[i], &type) != cudaSuccess || type != cudaGraphNodeTypeKernel ||
+        cudaGraphKernelNodeGetParams(nodes[i], &p) != cudaSuccess || p.gridDim.x != 1 || p.gridDim.z != 1) {
+      continue;
+    }
+    if (p.gridDim.y == 1) c->up = nodes[i], up_func = p.func;
+    if (p.gridDim.y == 2) c->down = nodes[i], down_func = p.func;
+  }
+  cudaGetLastError(); /* a node whose parameters could not be read leaves no error behind */
+  if (!err && (c->up == NULL || (with_down && (c->down == NULL || down_func != up_func)))) {
+    err = cudaErrorNotSupported; /* not the graph this expects: the batch goes the other way */
+  }
+  if (!err) err = cudaGraphInstantiate(&c->exec, g, 0);
+  if (err) {
+    cudaGraphDestroy(g);
+    c->exec = NULL;
+    return err;
+  }
+  c->graph = g;
+  b->graph_captures++;
+  return cudaSuccess;
+}
+
+/* The batch as one graph launch with its copies (copy_graph_t), or cudaErrorNotSupported,
+ * with nothing queued, where its upload or its results need more than one copy-kernel
+ * launch each, or a DMA. */
+static cudaError_t launch_with_copies(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_batch_t *b,
+                                      const char **step) {
+  uint32_t n_up = 0, n_all = 0;
+  *step = "upload";
+  cudaError_t err = upload(e, s, L, b, &n_up);
+  n_all = n_up;
+  if (!err) err = result_copies(e, s, L, b, step, &n_all);
+  if (err) return err;
+  const uint32_t n_down = n_all - n_up;
+  if (n_up > GEMMD_GPU_COPIES_PER_LAUNCH || n_down > GEMMD_GPU_COPIES_PER_LAUNCH) return cudaErrorNotSupported;
+  *step = "graph capture";
+  copy_graph_t *c;
+  err = copy_graph(e, s, L, b, n_down > 0, &c);
+  if (err == cudaErrorNotSupported) { /* the graph had another shape: never again */
+    cudaGetLastError();
+    e->graph_copies = 0;
+    gemmd_log(GEMMD_LOG_WARN, "batches' copies stay out of their graphs", "reason=\"unexpected graph nodes\"");
+  }
+  if (err) return err;
+  *step = "graph copies";
+  struct cudaKernelNodeParams p;
+  if (gemmd_gpu_copy_node_params(s->copies, n_up, &s->up_node, &p) != GEMMD_OK) return cudaErrorInvalidValue;
+  err = cudaGraphExecKernelNodeSetParams(c->exec, c->up, &p);
+  if (!err && n_down > 0) {
+    if (gemmd_gpu_copy_node_params(s->copies + n_up, n_down, &s->down_node, &p) != GEMMD_OK) {
+      return cudaErrorInvalidValue;
+    }
+    err = cudaGraphExecKernelNodeSetParams(c->exec, c->down, &p);
+  }
+  if (err) return err;
+  *step = "graph launch";
+  err = cudaGraphLaunch(c->exec, s->stream);
+  b->graph_replays++;
   return err;
 }
 
@@ -954,8 +1087,16 @@ static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_
               e->batches + 1);
     fault_kernel_launch(s->stream);
   }
+  if (e->graph_copies && !s->use_lt) {
+    err = launch_with_copies(e, s, L, b, step);
+    if (err != cudaErrorNotSupported) {
+      if (!err) err = cudaEventRecord(s->stop, s->stream);
+      e->batches++;
+      return err;
+    }
+  }
   *step = "upload";
-  err = upload(e, s, L, b);
+  err = upload(e, s, L, b, NULL);
   if (err) return err;
   if (!e->use_graphs) {
     *step = "kernels";
@@ -991,10 +1132,21 @@ static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_
     err = cudaGraphLaunch(exec, s->stream);
     b->graph_replays++;
   }
-  if (!err) err = result_copies(e, s, L, b, step);
+  if (!err) err = result_copies(e, s, L, b, step, NULL);
   if (!err) err = cudaEventRecord(s->stop, s->stream);
   e->batches++;
   return err;
+}
+
+static void drop_copy_graphs(slot_t *s) {
+  for (int i = 0; i < N_PART_MASKS; i++) {
+    for (int j = 0; j < 2; j++) {
+      copy_graph_t *c = &s->cg[i][j];
+      if (c->exec) cudaGraphExecDestroy(c->exec);
+      if (c->graph) cudaGraphDestroy(c->graph);
+      memset(c, 0, sizeof *c);
+    }
+  }
 }
 
 /* Grows the slot's buffers (dropping graphs that point into the old ones). */
@@ -1006,6 +1158,7 @@ static cudaError_t ensure_capacity(slot_t *s, uint64_t bytes) {
     if (s->exec[i]) cudaGraphExecDestroy(s->exec[i]);
     s->exec[i] = NULL;
   }
+  drop_copy_graphs(s);
   for (int i = 0; i < LT_CACHE; i++) {
     if (s->lt[i].exec) cudaGraphExecDestroy(s->lt[i].exec);
     memset(&s->lt[i], 0, sizeof s->lt[i]);
@@ -1312,6 +1465,7 @@ static void cuda_close(gemmd_engine_t *base) {
       for (int j = 0; j < LT_CACHE; j++) {
         if (s->lt[j].exec) cudaGraphExecDestroy(s->lt[j].exec);
       }
+      drop_copy_graphs(s);
       cudaFree(s->dev);
       cudaFree(s->ws);
       cudaFreeHost(s->host);
@@ -1410,6 +1564,7 @@ int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn
     }
   }
   e->use_graphs = o->graphs;
+  e->graph_copies = o->graphs;
   e->fault_after = o->fault_after;
   e->spin_ns = o->spin_us > 0 ? (uint64_t)o->spin_us * 1000u : 0;
   e->copy_kernel_bytes = o->copy_kernel_bytes > 0 ? (uint64_t)o->copy_kernel_bytes : 0;

@@ -41,31 +41,60 @@ __global__ void __launch_bounds__(kThreads) copy_many(const CopyList list) {
   }
 }
 
-}  // namespace
-
-extern "C" int gemmd_gpu_copy_many(const gemmd_gpu_copy_t *copies, uint32_t n, cudaStream_t stream) {
+// Checks a list as gemmd_gpu_copy_many documents.
+int check(const gemmd_gpu_copy_t *copies, uint32_t n) {
   if (n > 0 && copies == nullptr) return GEMMD_EINVAL;
   for (uint32_t i = 0; i < n; i++) {
     const gemmd_gpu_copy_t &c = copies[i];
     if (c.rows > 1 && (c.src_pitch < c.row_bytes || c.dst_pitch < c.row_bytes)) return GEMMD_EINVAL;
     if (c.rows > 0 && c.row_bytes > 0 && (c.src == 0 || c.dst == 0)) return GEMMD_EINVAL;
   }
+  return GEMMD_OK;
+}
+
+// One launch's list and its grid: enough blocks that each thread of the largest copy moves
+// one 16-byte vector, at most kMaxBlocksPerCopy (a thread's next load waits for its store,
+// and a load from pinned host memory is a PCIe round trip, µs, so a small copy from the
+// host takes one), and one row of blocks per copy (at least one, of an empty list).
+dim3 fill(const gemmd_gpu_copy_t *copies, uint32_t count, CopyList *list) {
+  uint64_t largest = 0;
+  for (uint32_t i = 0; i < count; i++) {
+    list->c[i] = copies[i];
+    const uint64_t bytes = static_cast<uint64_t>(copies[i].rows) * copies[i].row_bytes;
+    largest = bytes > largest ? bytes : largest;
+  }
+  if (count == 0) list->c[0] = gemmd_gpu_copy_t{};
+  uint64_t blocks = (largest + kThreads * 16 - 1) / (kThreads * 16);
+  blocks = blocks < 1 ? 1 : blocks > kMaxBlocksPerCopy ? kMaxBlocksPerCopy : blocks;
+  return dim3(static_cast<uint32_t>(blocks), count > 0 ? count : 1);
+}
+
+}  // namespace
+
+extern "C" int gemmd_gpu_copy_many(const gemmd_gpu_copy_t *copies, uint32_t n, cudaStream_t stream) {
+  if (check(copies, n) != GEMMD_OK) return GEMMD_EINVAL;
   for (uint32_t at = 0; at < n; at += GEMMD_GPU_COPIES_PER_LAUNCH) {
     const uint32_t count = n - at < GEMMD_GPU_COPIES_PER_LAUNCH ? n - at : GEMMD_GPU_COPIES_PER_LAUNCH;
     CopyList list;
-    uint64_t largest = 0;
-    for (uint32_t i = 0; i < count; i++) {
-      list.c[i] = copies[at + i];
-      const uint64_t bytes = static_cast<uint64_t>(list.c[i].rows) * list.c[i].row_bytes;
-      largest = bytes > largest ? bytes : largest;
-    }
-    // Enough blocks that each thread of the largest copy moves one 16-byte vector, at most
-    // kMaxBlocksPerCopy: a thread's next load waits for its store, and a load from pinned
-    // host memory is a PCIe round trip (µs), so a small copy from the host takes one.
-    uint64_t blocks = (largest + kThreads * 16 - 1) / (kThreads * 16);
-    blocks = blocks < 1 ? 1 : blocks > kMaxBlocksPerCopy ? kMaxBlocksPerCopy : blocks;
-    copy_many<<<dim3(static_cast<uint32_t>(blocks), count), kThreads, 0, stream>>>(list);
+    const dim3 grid = fill(copies + at, count, &list);
+    copy_many<<<grid, kThreads, 0, stream>>>(list);
     if (cudaGetLastError() != cudaSuccess) return GEMMD_EDEVICE;
   }
+  return GEMMD_OK;
+}
+
+extern "C" int gemmd_gpu_copy_node_params(const gemmd_gpu_copy_t *copies, uint32_t n,
+                                          gemmd_gpu_copy_node_t *storage, struct cudaKernelNodeParams *params) {
+  static_assert(sizeof(CopyList) == sizeof storage->c, "the node's storage holds one launch's list");
+  if (n > GEMMD_GPU_COPIES_PER_LAUNCH || storage == nullptr || params == nullptr) return GEMMD_EINVAL;
+  if (check(copies, n) != GEMMD_OK) return GEMMD_EINVAL;
+  CopyList *list = reinterpret_cast<CopyList *>(storage->c);
+  const dim3 grid = fill(copies, n, list);
+  storage->arg = list;
+  *params = cudaKernelNodeParams{};
+  params->func = reinterpret_cast<void *>(copy_many);
+  params->gridDim = grid;
+  params->blockDim = dim3(kThreads);
+  params->kernelParams = &storage->arg;
   return GEMMD_OK;
 }

@@ -34,6 +34,18 @@ int gemmd_gpu_copy_many(const gemmd_gpu_copy_t *copies, uint32_t n, cudaStream_t
 
 #define GEMMD_GPU_COPIES_PER_LAUNCH 120
 
+/* A copy-kernel launch as a graph kernel node's parameters, for a node captured from
+ * gemmd_gpu_copy_many: cudaGraphExecKernelNodeSetParams with them makes the next replay
+ * copy copies[0..n) (n ≤ GEMMD_GPU_COPIES_PER_LAUNCH; 0 copies nothing). The list is copied
+ * into *storage, which `params` points into: keep it until the call that takes `params`
+ * returns. Returns 0 or GEMMD_EINVAL (as gemmd_gpu_copy_many, or n too large). */
+typedef struct {
+  gemmd_gpu_copy_t c[GEMMD_GPU_COPIES_PER_LAUNCH];
+  void *arg; /* kernelParams[0]: &c */
+} gemmd_gpu_copy_node_t;
+int gemmd_gpu_copy_node_params(const gemmd_gpu_copy_t *copies, uint32_t n, gemmd_gpu_copy_node_t *storage,
+                               struct cudaKernelNodeParams *params);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,7 +1,9 @@
 // gemmd_gpu_copy_many against the host: flat and strided copies, 16-byte and unaligned
 // ones, lists longer than one launch, bytes between rows and past the ends untouched;
 // copies that read pinned host memory and write registered host memory (the engine's small
-// batches, over PCIe); and its argument checks. Needs the GPU (tag gpu).
+// batches, over PCIe); a captured copy node given a new list and grid per replay
+// (gemmd_gpu_copy_node_params, as the engine's graphs with copies); and the argument
+// checks. Needs the GPU (tag gpu).
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
@@ -128,6 +130,67 @@ void check_host_memory(std::mt19937_64 &rng) {
   CUDA_OK(cudaFreeHost(pinned));
 }
 
+// A graph captured around a placeholder launch (an empty list of one copy, as the engine's
+// copy_graph captures), replayed three times, each with its own list set on the node: lists
+// of different lengths and sizes (so the grid changes too), and an empty one that copies
+// nothing. Each replay checked byte for byte.
+void check_graph_node(std::mt19937_64 &rng) {
+  const size_t bytes = 1u << 20;
+  std::vector<uint8_t> src(bytes), want(bytes, 0), got(bytes);
+  for (auto &b : src) b = static_cast<uint8_t>(rng());
+  uint8_t *d_src, *d_dst;
+  CUDA_OK(cudaMalloc(reinterpret_cast<void **>(&d_src), bytes));
+  CUDA_OK(cudaMalloc(reinterpret_cast<void **>(&d_dst), bytes));
+  CUDA_OK(cudaMemcpy(d_src, src.data(), bytes, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemset(d_dst, 0, bytes));
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreate(&s));
+  cudaGraph_t g;
+  CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  const gemmd_gpu_copy_t none = {0, 0, 0, 0, 0, 0};
+  EXPECT(gemmd_gpu_copy_many(&none, 1, s) == GEMMD_OK, "the placeholder launch is captured");
+  CUDA_OK(cudaStreamEndCapture(s, &g));
+  cudaGraphNode_t node;
+  size_t n_nodes = 1;
+  CUDA_OK(cudaGraphGetNodes(g, &node, &n_nodes));
+  EXPECT(n_nodes == 1, "the capture holds one node, not %zu", n_nodes);
+  cudaGraphExec_t exec;
+  CUDA_OK(cudaGraphInstantiate(&exec, g, 0));
+  gemmd_gpu_copy_node_t storage;
+  bool all_equal = true;
+  for (uint32_t n : {7u, 0u, static_cast<uint32_t>(GEMMD_GPU_COPIES_PER_LAUNCH)}) {
+    std::vector<gemmd_gpu_copy_t> copies;
+    const size_t share = bytes / 128;  // copy i writes share i; the last 8 shares are the large copy's
+    for (uint32_t i = 0; i < n; i++) {
+      // the first copy of the first list spans many blocks (64 KiB): the grid grows
+      const bool large = n == 7 && i == 0;
+      const uint32_t len = large ? 65536 : 1 + static_cast<uint32_t>(rng() % share);
+      const size_t from = rng() % (bytes - len), to = large ? 120 * share : i * share;
+      copies.push_back({reinterpret_cast<uint64_t>(d_src + from), reinterpret_cast<uint64_t>(d_dst + to), 1, len, 0, 0});
+      std::memcpy(&want[to], &src[from], len);
+    }
+    cudaKernelNodeParams p;
+    EXPECT(gemmd_gpu_copy_node_params(copies.data(), static_cast<uint32_t>(copies.size()), &storage, &p) == GEMMD_OK,
+           "a list of %zu as node parameters", copies.size());
+    CUDA_OK(cudaGraphExecKernelNodeSetParams(exec, node, &p));
+    CUDA_OK(cudaGraphLaunch(exec, s));
+    CUDA_OK(cudaStreamSynchronize(s));
+    CUDA_OK(cudaMemcpy(got.data(), d_dst, bytes, cudaMemcpyDeviceToHost));
+    EXPECT(got == want, "the replay with a list of %zu copies differs", copies.size());
+    all_equal = all_equal && got == want;
+  }
+  std::vector<gemmd_gpu_copy_t> too_many(GEMMD_GPU_COPIES_PER_LAUNCH + 1, none);
+  cudaKernelNodeParams p;
+  EXPECT(gemmd_gpu_copy_node_params(too_many.data(), GEMMD_GPU_COPIES_PER_LAUNCH + 1, &storage, &p) == GEMMD_EINVAL,
+         "a list longer than one launch is refused as a node's");
+  std::printf("    graph copy node, three lists replayed: %s\n", all_equal ? "equal" : "DIFFER");
+  CUDA_OK(cudaGraphExecDestroy(exec));
+  CUDA_OK(cudaGraphDestroy(g));
+  CUDA_OK(cudaStreamDestroy(s));
+  CUDA_OK(cudaFree(d_src));
+  CUDA_OK(cudaFree(d_dst));
+}
+
 }  // namespace
 
 int main() {
@@ -142,6 +205,7 @@ int main() {
   // One large flat copy (a prefill's result): many blocks share it.
   check_random(rng, 1, true, true);
   check_host_memory(rng);
+  check_graph_node(rng);
   gemmd_gpu_copy_t bad = {16, 32, 2, 100, 50, 100};  // src pitch below the row
   EXPECT(gemmd_gpu_copy_many(&bad, 1, 0) == GEMMD_EINVAL, "a pitch below the row is refused");
   gemmd_gpu_copy_t null_src = {0, 32, 1, 100, 100, 100};
