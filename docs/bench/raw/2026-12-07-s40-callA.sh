@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# Session 40's device call (not yet run: no machine started). Builds it needs, here:
+# Session 40's device call A, as written; it ran cut to its shortest form (suites: cuda_test
+# only; serving and gRPC: 1 worker), LIM=250: raw/2026-12-07-s40-callA-graphcopies-tail-grpc-h100.log.
+# The experiment build (.gpu_ab/graphup) was 8bacdcb with the copies in the graph, PDL and
+# the spinning CQ threads, each behind its environment variable; the copies are main since
+# 25af7b2 (GEMMD_EXP_GRAPH_COPIES no longer read), the rest is
+# raw/2026-12-07-s40-exp-pdl-cqspin.patch. Builds it needs, here:
 #   tools/gpu/gpu_bundle.sh //tools/bench:serving_worker          # main -> .gpu
-#   git apply docs/bench/raw/2026-12-07-s40-exp-graph-copies-pdl-cqspin.patch
+#   git apply docs/bench/raw/2026-12-07-s40-exp-pdl-cqspin.patch
 #   bazel build -c opt //daemon:gemmd //tools/bench:engine_bench //kernels/bench:gemm_bench //kernels:gpu_gemm_test
 #   mkdir -p .gpu_ab/graphup && cp bazel-bin/daemon/gemmd bazel-bin/tools/bench/{engine_bench,serving_worker} \
 #     bazel-bin/kernels/bench/gemm_bench bazel-bin/kernels/gpu_gemm_test .gpu_ab/graphup/   # then git checkout .
