@@ -808,7 +808,10 @@ static cudaError_t device_a_copies(slot_t *s, const layout_t *L, const gemmd_bat
  * a_offset order. A batch without direct A whose staged bytes are at most
  * copy_kernel_bytes has them read from the pinned copy by the copy kernel, over PCIe:
  * the GEMM after a kernel starts sooner than after a DMA, and a small batch does not
- * queue behind a large request's DMAs on the copy engines (docs/bench/serving.md). */
+ * queue behind a large request's DMAs on the copy engines (docs/bench/serving.md). With
+ * `listed`, nothing is queued: where that one copy is the whole upload (no A gathered from
+ * device memory after it), its list is the slot's first *listed entries; else
+ * cudaErrorNotSupported. */
 static cudaError_t upload(const cuda_engine_t *e, slot_t *s, const layout_t *L, const gemmd_batch_t *b,
                           uint32_t *listed) {
   int direct = 0;
@@ -952,8 +955,7 @@ static cudaError_t result_copies(const cuda_engine_t *e, slot_t *s, const layout
     host_readers += r->d_dest == NULL || (!r->d_dest_pinned && !r->d_device);
   }
   cudaError_t err = cudaSuccess;
-  const uint32_t from = listed != NULL ? *listed : 0;
-  uint32_t n = from;
+  uint32_t n = listed != NULL ? *listed : 0;
   uint8_t *const d_dev = s->dev + L->h.d_arena;
   if (host_readers > 0) {
     *step = "download";
