@@ -1,7 +1,8 @@
 // gemmd_gpu_copy_many (gpu_copy.h): one launch per GEMMD_GPU_COPIES_PER_LAUNCH copies, the
 // copies by value in the kernel's parameters (under the 4 KB that every launch may carry),
-// so a captured or a plain launch needs no upload of its list. Block (x, y) copies a share
-// of copy y: 16 bytes a thread where both sides and the pitches allow, else byte by byte.
+// so a captured or a plain launch needs no upload of its list; gemmd_gpu_copy_node_params
+// gives the same launch as a captured node's new parameters. Block (x, y) copies a share of
+// copy y: 16 bytes a thread where both sides and the pitches allow, else byte by byte.
 #include <cuda_runtime.h>
 
 #include "kernels/errors.h"
