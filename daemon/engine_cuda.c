@@ -904,12 +904,20 @@ static cudaError_t enqueue_kernels(cuda_engine_t *e, slot_t *s, const layout_t *
   return mark(s, s->gemm_stop, capturing);
 }
 
-static cudaError_t capture(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_batch_t *b,
-                           cudaGraphExec_t *exec) {
+/* Captures the batch's kernels and instantiates them into *exec. copy_nodes 1 or 2: a
+ * placeholder copy launch (an empty list of one copy) before them, and with 2 another (of
+ * two) after, for copy_graph_t. With `keep`, the graph is kept there (its nodes name what
+ * is set per batch), else destroyed. */
+static cudaError_t capture(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_batch_t *b, int copy_nodes,
+                           cudaGraph_t *keep, cudaGraphExec_t *exec) {
+  static const gemmd_gpu_copy_t none[2] = {{0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}};
   cudaGraph_t g;
   cudaError_t err = cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal);
   if (err) return err;
-  const cudaError_t work = enqueue_kernels(e, s, L, b, 1);
+  cudaError_t work = cudaSuccess;
+  if (copy_nodes >= 1 && gemmd_gpu_copy_many(none, 1, s->stream) != GEMMD_OK) work = cudaErrorLaunchFailure;
+  if (!work) work = enqueue_kernels(e, s, L, b, 1);
+  if (!work && copy_nodes == 2 && gemmd_gpu_copy_many(none, 2, s->stream) != GEMMD_OK) work = cudaErrorLaunchFailure;
   err = cudaStreamEndCapture(s->stream, &g);
   if (work) {
     if (!err) cudaGraphDestroy(g);
@@ -917,7 +925,11 @@ static cudaError_t capture(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd
   }
   if (err) return err;
   err = cudaGraphInstantiate(exec, g, 0);
-  cudaGraphDestroy(g);
+  if (err || keep == NULL) {
+    cudaGraphDestroy(g);
+  } else {
+    *keep = g;
+  }
   b->graph_captures++;
   return err;
 }
@@ -986,33 +998,23 @@ static cudaError_t result_copies(const cuda_engine_t *e, slot_t *s, const layout
   return err;
 }
 
-/* The graph of copy_graph_t for the batch's part mask, captured on first use: a placeholder
- * copy node (an empty list of one copy), the kernels, and a second placeholder (of two)
- * where the batch has result copies. */
+/* The graph of copy_graph_t for the batch's part mask, captured on first use, and its copy
+ * nodes, known by their placeholders' grids: one row of blocks for the upload's, two for
+ * the results'. */
 static cudaError_t copy_graph(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_batch_t *b, int with_down,
                               copy_graph_t **out) {
   copy_graph_t *c = &s->cg[s->parts][with_down];
   *out = c;
   if (c->exec != NULL) return cudaSuccess;
-  cudaGraph_t g;
-  cudaError_t err = cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal);
-  if (err) return err;
-  const gemmd_gpu_copy_t none = {0, 0, 0, 0, 0, 0};
-  cudaError_t work = gemmd_gpu_copy_many(&none, 1, s->stream) == GEMMD_OK ? cudaSuccess : cudaErrorLaunchFailure;
-  if (!work) work = enqueue_kernels(e, s, L, b, 1);
-  const gemmd_gpu_copy_t two[2] = {none, none};
-  if (!work && with_down && gemmd_gpu_copy_many(two, 2, s->stream) != GEMMD_OK) work = cudaErrorLaunchFailure;
-  err = cudaStreamEndCapture(s->stream, &g);
-  if (work || err) {
-    if (!err) cudaGraphDestroy(g);
-    return work ? work : err;
+  cudaError_t err = capture(e, s, L, b, with_down ? 2 : 1, &c->graph, &c->exec);
+  if (err) {
+    c->exec = NULL;
+    return err;
   }
-  /* the copy nodes, known by their placeholders' grids: one row of blocks for the upload's
-   * one copy, two for the results' two */
   cudaGraphNode_t nodes[16];
   size_t all = sizeof nodes / sizeof nodes[0];
-  err = cudaGraphGetNodes(g, NULL, &all);
-  if (!err && all <= sizeof nodes / sizeof nodes[0]) err = cudaGraphGetNodes(g, nodes, &all);
+  err = cudaGraphGetNodes(c->graph, NULL, &all);
+  if (!err && all <= sizeof nodes / sizeof nodes[0]) err = cudaGraphGetNodes(c->graph, nodes, &all);
   c->up = c->down = NULL;
   const void *up_func = NULL, *down_func = NULL;
   for (size_t i = 0; !err && all <= sizeof nodes / sizeof nodes[0] && i < all; i++) {
@@ -1029,15 +1031,12 @@ static cudaError_t copy_graph(cuda_engine_t *e, slot_t *s, const layout_t *L, ge
   if (!err && (c->up == NULL || (with_down && (c->down == NULL || down_func != up_func)))) {
     err = cudaErrorNotSupported; /* not the graph this expects: the batch goes the other way */
   }
-  if (!err) err = cudaGraphInstantiate(&c->exec, g, 0);
   if (err) {
-    cudaGraphDestroy(g);
-    c->exec = NULL;
-    return err;
+    cudaGraphExecDestroy(c->exec);
+    cudaGraphDestroy(c->graph);
+    memset(c, 0, sizeof *c);
   }
-  c->graph = g;
-  b->graph_captures++;
-  return cudaSuccess;
+  return err;
 }
 
 /* The batch as one graph launch with its copies (copy_graph_t), or cudaErrorNotSupported,
@@ -1045,10 +1044,10 @@ static cudaError_t copy_graph(cuda_engine_t *e, slot_t *s, const layout_t *L, ge
  * launch each, or a DMA. */
 static cudaError_t launch_with_copies(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_batch_t *b,
                                       const char **step) {
-  uint32_t n_up = 0, n_all = 0;
+  uint32_t n_up = 0;
   *step = "upload";
   cudaError_t err = upload(e, s, L, b, &n_up);
-  n_all = n_up;
+  uint32_t n_all = n_up;
   if (!err) err = result_copies(e, s, L, b, step, &n_all);
   if (err) return err;
   const uint32_t n_down = n_all - n_up;
@@ -1108,7 +1107,7 @@ static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_
     cudaGraphExec_t exec;
     if (!s->use_lt) {
       if (s->exec[s->parts] == NULL) {
-        err = capture(e, s, L, b, &s->exec[s->parts]);
+        err = capture(e, s, L, b, 0, NULL, &s->exec[s->parts]);
         if (err) return err;
       }
       exec = s->exec[s->parts];
@@ -1122,7 +1121,7 @@ static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_
       if (hit == NULL) {
         if (oldest->exec != NULL) cudaGraphExecDestroy(oldest->exec);
         memset(oldest, 0, sizeof *oldest);
-        err = capture(e, s, L, b, &oldest->exec);
+        err = capture(e, s, L, b, 0, NULL, &oldest->exec);
         if (err) return err;
         oldest->key = key;
         hit = oldest;
