@@ -999,8 +999,8 @@ static cudaError_t result_copies(const cuda_engine_t *e, slot_t *s, const layout
 }
 
 /* The graph of copy_graph_t for the batch's part mask, captured on first use, and its copy
- * nodes, known by their placeholders' grids: one row of blocks for the upload's, two for
- * the results'. */
+ * nodes: the copy kernel's nodes, told apart by their placeholders' grids (one row of
+ * blocks for the upload's, two for the results'). */
 static cudaError_t copy_graph(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_batch_t *b, int with_down,
                               copy_graph_t **out) {
   copy_graph_t *c = &s->cg[s->parts][with_down];
@@ -1016,19 +1016,20 @@ static cudaError_t copy_graph(cuda_engine_t *e, slot_t *s, const layout_t *L, ge
   err = cudaGraphGetNodes(c->graph, NULL, &all);
   if (!err && all <= sizeof nodes / sizeof nodes[0]) err = cudaGraphGetNodes(c->graph, nodes, &all);
   c->up = c->down = NULL;
-  const void *up_func = NULL, *down_func = NULL;
+  struct cudaKernelNodeParams copy_kernel; /* its function, as the copy library launches it */
+  if (!err && gemmd_gpu_copy_node_params(NULL, 0, &s->up_node, &copy_kernel) != GEMMD_OK) err = cudaErrorNotSupported;
   for (size_t i = 0; !err && all <= sizeof nodes / sizeof nodes[0] && i < all; i++) {
     enum cudaGraphNodeType type;
     struct cudaKernelNodeParams p;
     if (cudaGraphNodeGetType(nodes[i], &type) != cudaSuccess || type != cudaGraphNodeTypeKernel ||
-        cudaGraphKernelNodeGetParams(nodes[i], &p) != cudaSuccess || p.gridDim.x != 1 || p.gridDim.z != 1) {
+        cudaGraphKernelNodeGetParams(nodes[i], &p) != cudaSuccess || p.func != copy_kernel.func) {
       continue;
     }
-    if (p.gridDim.y == 1) c->up = nodes[i], up_func = p.func;
-    if (p.gridDim.y == 2) c->down = nodes[i], down_func = p.func;
+    if (p.gridDim.y == 1) c->up = nodes[i];
+    if (p.gridDim.y == 2) c->down = nodes[i];
   }
   cudaGetLastError(); /* a node whose parameters could not be read leaves no error behind */
-  if (!err && (c->up == NULL || (with_down && (c->down == NULL || down_func != up_func)))) {
+  if (!err && (c->up == NULL || (with_down && c->down == NULL))) {
     err = cudaErrorNotSupported; /* not the graph this expects: the batch goes the other way */
   }
   if (err) {
