@@ -75,11 +75,22 @@ typedef struct {
 
 /* A graph that holds a small batch's copies as well as its kernels (graph_copies): the
  * upload before them and the results after, each one copy-kernel node whose list is set
- * per batch (cudaGraphExecKernelNodeSetParams), so that the batch is one graph launch. */
+ * per batch (cudaGraphExecKernelNodeSetParams), so that the batch is one graph launch.
+ * Three forms: the upload node alone (no results to copy) and upload + results, both with
+ * the GEMM between two event nodes; and upload + results (an empty list where the batch
+ * has none) keeping the copy clock (gemmd_gpu_copy_clock_t) instead of the event nodes,
+ * about 2 µs less of a small batch's device time (docs/bench/serving.md). */
+enum { CG_UPLOAD, CG_BOTH, CG_CLOCKED, N_COPY_GRAPHS };
+enum { KEPT_COPIES = 4, NOT_KEPT = UINT32_MAX };
 typedef struct {
   cudaGraph_t graph; /* kept while exec lives: its nodes name what is set per batch */
   cudaGraphExec_t exec;
-  cudaGraphNode_t up, down; /* down: NULL in the graph without result copies */
+  cudaGraphNode_t up, down; /* down: NULL in CG_UPLOAD */
+  /* the lists the two nodes hold (at most KEPT_COPIES copies; NOT_KEPT: not known here):
+   * a batch with the same copies as the last one, a worker's next request of the same
+   * shape, sets nothing */
+  uint32_t up_n, down_n;
+  gemmd_gpu_copy_t up_list[KEPT_COPIES], down_list[KEPT_COPIES];
 } copy_graph_t;
 
 typedef struct {
@@ -100,9 +111,15 @@ typedef struct {
   int measuring;  /* its GEMM time is one of the measured runs of its signature */
   uint64_t sig;   /* its signature (kernel_choice.h), when measuring */
   void *ws;       /* the WGMMA kernel's split-K workspace for this slot's stream (zeroed once) */
+  /* The copy clock of its CG_CLOCKED graphs (gemmd_gpu_copy_clock_t): one device
+   * word and two pinned ones; gemm_clocked: the batch's GEMM time is read there instead of
+   * from gemm_start/gemm_stop. */
+  unsigned long long *clock_dev;
+  volatile unsigned long long *clock_host;
+  int gemm_clocked;
   lt_graph_t lt[LT_CACHE];
-  /* graphs with copy nodes, by part mask and whether the batch has result copies */
-  copy_graph_t cg[N_PART_MASKS][2];
+  /* graphs with copy nodes, by part mask and form (CG_*) */
+  copy_graph_t cg[N_PART_MASKS][N_COPY_GRAPHS];
   gemmd_gpu_copy_node_t up_node, down_node; /* their lists for the batch */
   gemmd_batch_t *batch;
   gemmd_batch_header_t hdr;
@@ -167,6 +184,9 @@ struct cuda_engine_s {
   gemmd_batch_t *finished[MAX_SLOTS];
   atomic_uint n_finished;
   int completer_done;
+  /* Finisher 0 is polling n_finished (under mu: set before it lets go of mu to poll, clear
+   * once it holds mu again), so a batch handed over needs no wake-up through fin_cv. */
+  int hot_polling;
   pthread_cond_t fin_cv;
   pthread_t finishers[N_FINISHERS];
   finisher_arg_t finisher_args[N_FINISHERS];
@@ -856,13 +876,14 @@ static cudaError_t mark(slot_t *s, cudaEvent_t ev, int capturing) {
 }
 
 /* The kernels a graph holds: quantize (if the batch has raw A), GEMM (the launches its
- * part mask names), with the GEMM's own device time between gemm_start and gemm_stop. */
+ * part mask names), with the GEMM's own device time between gemm_start and gemm_stop
+ * unless `clocked` (the copy nodes around them time it). */
 static cudaError_t enqueue_kernels(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_batch_t *b,
-                                   int capturing) {
+                                   int capturing, int clocked) {
   if ((s->parts & PART_QUANTIZE) && gemmd_gpu_quantize_jobs(s->dev, s->stream) != GEMMD_OK) {
     return cudaGetLastError();
   }
-  cudaError_t err = mark(s, s->gemm_start, capturing);
+  cudaError_t err = clocked ? cudaSuccess : mark(s, s->gemm_start, capturing);
   if (err) return err;
   if (!s->use_lt) {
     if (gemmd_gpu_gemm_parts_run_ws(e->kernel, s->dev, s->parts & GEMMD_GPU_PARTS_ALL, s->ws, s->stream) !=
@@ -901,22 +922,23 @@ static cudaError_t enqueue_kernels(cuda_engine_t *e, slot_t *s, const layout_t *
       if (rc != GEMMD_OK) return rc == GEMMD_ENOTSUP ? cudaErrorNotSupported : cudaErrorLaunchFailure;
     }
   }
-  return mark(s, s->gemm_stop, capturing);
+  return clocked ? cudaSuccess : mark(s, s->gemm_stop, capturing);
 }
 
 /* Captures the batch's kernels and instantiates them into *exec. copy_nodes 1 or 2: a
  * placeholder copy launch (an empty list of one copy) before them, and with 2 another (of
- * two) after, for copy_graph_t. With `keep`, the graph is kept there (its nodes name what
- * is set per batch), else destroyed. */
+ * two) after, for copy_graph_t; `clocked`: no event nodes around the GEMM (CG_CLOCKED).
+ * With `keep`, the graph is kept there (its nodes name what is set per batch), else
+ * destroyed. */
 static cudaError_t capture(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_batch_t *b, int copy_nodes,
-                           cudaGraph_t *keep, cudaGraphExec_t *exec) {
+                           int clocked, cudaGraph_t *keep, cudaGraphExec_t *exec) {
   static const gemmd_gpu_copy_t none[2] = {{0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}};
   cudaGraph_t g;
   cudaError_t err = cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal);
   if (err) return err;
   cudaError_t work = cudaSuccess;
   if (copy_nodes >= 1 && gemmd_gpu_copy_many(none, 1, s->stream) != GEMMD_OK) work = cudaErrorLaunchFailure;
-  if (!work) work = enqueue_kernels(e, s, L, b, 1);
+  if (!work) work = enqueue_kernels(e, s, L, b, 1, clocked);
   if (!work && copy_nodes == 2 && gemmd_gpu_copy_many(none, 2, s->stream) != GEMMD_OK) work = cudaErrorLaunchFailure;
   err = cudaStreamEndCapture(s->stream, &g);
   if (work) {
@@ -998,15 +1020,16 @@ static cudaError_t result_copies(const cuda_engine_t *e, slot_t *s, const layout
   return err;
 }
 
-/* The graph of copy_graph_t for the batch's part mask, captured on first use, and its copy
- * nodes: the copy kernel's nodes, told apart by their placeholders' grids (one row of
- * blocks for the upload's, two for the results'). */
-static cudaError_t copy_graph(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_batch_t *b, int with_down,
+/* The graph of copy_graph_t for the batch's part mask and `form` (CG_*), captured on first
+ * use, and its copy nodes: the copy kernel's nodes, told apart by their placeholders'
+ * grids (one row of blocks for the upload's, two for the results'). */
+static cudaError_t copy_graph(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_batch_t *b, int form,
                               copy_graph_t **out) {
-  copy_graph_t *c = &s->cg[s->parts][with_down];
+  copy_graph_t *c = &s->cg[s->parts][form];
+  const int with_down = form != CG_UPLOAD;
   *out = c;
   if (c->exec != NULL) return cudaSuccess;
-  cudaError_t err = capture(e, s, L, b, with_down ? 2 : 1, &c->graph, &c->exec);
+  cudaError_t err = capture(e, s, L, b, with_down ? 2 : 1, form == CG_CLOCKED, &c->graph, &c->exec);
   if (err) {
     c->exec = NULL;
     return err;
@@ -1016,8 +1039,11 @@ static cudaError_t copy_graph(cuda_engine_t *e, slot_t *s, const layout_t *L, ge
   err = cudaGraphGetNodes(c->graph, NULL, &all);
   if (!err && all <= sizeof nodes / sizeof nodes[0]) err = cudaGraphGetNodes(c->graph, nodes, &all);
   c->up = c->down = NULL;
+  c->up_n = c->down_n = NOT_KEPT; /* they hold the placeholders */
   struct cudaKernelNodeParams copy_kernel; /* its function, as the copy library launches it */
-  if (!err && gemmd_gpu_copy_node_params(NULL, 0, &s->up_node, &copy_kernel) != GEMMD_OK) err = cudaErrorNotSupported;
+  if (!err && gemmd_gpu_copy_node_params(NULL, 0, NULL, &s->up_node, &copy_kernel) != GEMMD_OK) {
+    err = cudaErrorNotSupported;
+  }
   for (size_t i = 0; !err && all <= sizeof nodes / sizeof nodes[0] && i < all; i++) {
     enum cudaGraphNodeType type;
     struct cudaKernelNodeParams p;
@@ -1040,6 +1066,24 @@ static cudaError_t copy_graph(cuda_engine_t *e, slot_t *s, const layout_t *L, ge
   return err;
 }
 
+/* Makes copy node `node` of `exec` copy list[0..n) with `clock` (the same for a node every
+ * time), unless it holds that list already (kept[0..*kept_n), copy_graph_t); `storage`
+ * carries the parameters into the call. */
+static cudaError_t set_copy_node(cudaGraphExec_t exec, cudaGraphNode_t node, gemmd_gpu_copy_node_t *storage,
+                                 const gemmd_gpu_copy_t *list, uint32_t n, const gemmd_gpu_copy_clock_t *clock,
+                                 gemmd_gpu_copy_t *kept, uint32_t *kept_n) {
+  if (*kept_n == n && memcmp(kept, list, n * sizeof *list) == 0) return cudaSuccess;
+  struct cudaKernelNodeParams p;
+  if (gemmd_gpu_copy_node_params(list, n, clock, storage, &p) != GEMMD_OK) return cudaErrorInvalidValue;
+  *kept_n = NOT_KEPT;
+  const cudaError_t err = cudaGraphExecKernelNodeSetParams(exec, node, &p);
+  if (!err && n <= KEPT_COPIES) {
+    memcpy(kept, list, n * sizeof *list);
+    *kept_n = n;
+  }
+  return err;
+}
+
 /* The batch as one graph launch with its copies (copy_graph_t), or cudaErrorNotSupported,
  * with nothing queued, where its upload or its results need more than one copy-kernel
  * launch each, or a DMA. */
@@ -1054,8 +1098,15 @@ static cudaError_t launch_with_copies(cuda_engine_t *e, slot_t *s, const layout_
   const uint32_t n_down = n_all - n_up;
   if (n_up > GEMMD_GPU_COPIES_PER_LAUNCH || n_down > GEMMD_GPU_COPIES_PER_LAUNCH) return cudaErrorNotSupported;
   *step = "graph capture";
+  /* The copy clock times the GEMM of a batch that is alone on the GPU and has nothing but
+   * the GEMM between its copies (no quantize kernel). Beside other batches its results
+   * node may wait for SMs behind their kernels, a wait the clock would count as GEMM time;
+   * and a measured run of its signature is timed by events, as cuBLASLt's runs are. */
+  const int clocked = !(s->parts & PART_QUANTIZE) && !s->measuring &&
+                      atomic_load_explicit(&e->n_launched, memory_order_acquire) == 0;
+  const int form = clocked ? CG_CLOCKED : n_down > 0 ? CG_BOTH : CG_UPLOAD;
   copy_graph_t *c;
-  err = copy_graph(e, s, L, b, n_down > 0, &c);
+  err = copy_graph(e, s, L, b, form, &c);
   if (err == cudaErrorNotSupported) { /* the graph had another shape: never again */
     cudaGetLastError();
     e->graph_copies = 0;
@@ -1063,17 +1114,16 @@ static cudaError_t launch_with_copies(cuda_engine_t *e, slot_t *s, const layout_
   }
   if (err) return err;
   *step = "graph copies";
-  struct cudaKernelNodeParams p;
-  if (gemmd_gpu_copy_node_params(s->copies, n_up, &s->up_node, &p) != GEMMD_OK) return cudaErrorInvalidValue;
-  err = cudaGraphExecKernelNodeSetParams(c->exec, c->up, &p);
-  if (!err && n_down > 0) {
-    if (gemmd_gpu_copy_node_params(s->copies + n_up, n_down, &s->down_node, &p) != GEMMD_OK) {
-      return cudaErrorInvalidValue;
-    }
-    err = cudaGraphExecKernelNodeSetParams(c->exec, c->down, &p);
+  const gemmd_gpu_copy_clock_t before = {s->clock_dev, s->clock_host, GEMMD_GPU_COPY_CLOCK_BEFORE};
+  const gemmd_gpu_copy_clock_t after = {s->clock_dev, s->clock_host, GEMMD_GPU_COPY_CLOCK_AFTER};
+  err = set_copy_node(c->exec, c->up, &s->up_node, s->copies, n_up, clocked ? &before : NULL, c->up_list, &c->up_n);
+  if (!err && form != CG_UPLOAD) {
+    err = set_copy_node(c->exec, c->down, &s->down_node, s->copies + n_up, n_down, clocked ? &after : NULL,
+                        c->down_list, &c->down_n);
   }
   if (err) return err;
   *step = "graph launch";
+  s->gemm_clocked = clocked;
   err = cudaGraphLaunch(c->exec, s->stream);
   b->graph_replays++;
   return err;
@@ -1082,6 +1132,7 @@ static cudaError_t launch_with_copies(cuda_engine_t *e, slot_t *s, const layout_
 static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_batch_t *b,
                           const char **step) {
   *step = "event";
+  s->gemm_clocked = 0;
   cudaError_t err = cudaEventRecord(s->start, s->stream);
   if (err) return err;
   if (e->fault_after > 0 && e->batches + 1 == (uint64_t)e->fault_after) {
@@ -1102,13 +1153,13 @@ static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_
   if (err) return err;
   if (!e->use_graphs) {
     *step = "kernels";
-    err = enqueue_kernels(e, s, L, b, 0);
+    err = enqueue_kernels(e, s, L, b, 0, 0);
   } else {
     *step = "graph capture";
     cudaGraphExec_t exec;
     if (!s->use_lt) {
       if (s->exec[s->parts] == NULL) {
-        err = capture(e, s, L, b, 0, NULL, &s->exec[s->parts]);
+        err = capture(e, s, L, b, 0, 0, NULL, &s->exec[s->parts]);
         if (err) return err;
       }
       exec = s->exec[s->parts];
@@ -1122,7 +1173,7 @@ static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_
       if (hit == NULL) {
         if (oldest->exec != NULL) cudaGraphExecDestroy(oldest->exec);
         memset(oldest, 0, sizeof *oldest);
-        err = capture(e, s, L, b, 0, NULL, &oldest->exec);
+        err = capture(e, s, L, b, 0, 0, NULL, &oldest->exec);
         if (err) return err;
         oldest->key = key;
         hit = oldest;
@@ -1142,7 +1193,7 @@ static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_
 
 static void drop_copy_graphs(slot_t *s) {
   for (int i = 0; i < N_PART_MASKS; i++) {
-    for (int j = 0; j < 2; j++) {
+    for (int j = 0; j < N_COPY_GRAPHS; j++) {
       copy_graph_t *c = &s->cg[i][j];
       if (c->exec) cudaGraphExecDestroy(c->exec);
       if (c->graph) cudaGraphDestroy(c->graph);
@@ -1343,7 +1394,9 @@ static void answer_batch(cuda_engine_t *e, gemmd_batch_t *b) {
  * docs/bench/serving.md). */
 static void finish_batch(cuda_engine_t *e, gemmd_batch_t *b) {
   e->finished[e->n_finished++] = b;
-  pthread_cond_signal(&e->fin_cv);
+  /* Not while finisher 0 polls for this one: a sleeping finisher's wake-up is a system
+   * call made holding mu, and the finisher it woke would find the batch taken. */
+  if (!e->hot_polling || e->n_finished > 1) pthread_cond_signal(&e->fin_cv);
 }
 
 /* Finisher 0 polls for work (--engine-spin-us) before it sleeps, so that a batch alone
@@ -1353,7 +1406,11 @@ static void *finisher_main(void *arg) {
   const int hot = ((finisher_arg_t *)arg)->index == 0;
   pthread_mutex_lock(&e->mu);
   for (;;) {
-    if (hot && e->n_finished == 0 && !e->completer_done) spin_for_work(e, &e->n_finished);
+    if (hot && e->n_finished == 0 && !e->completer_done) {
+      e->hot_polling = 1;
+      spin_for_work(e, &e->n_finished);
+      e->hot_polling = 0;
+    }
     while (e->n_finished == 0 && !e->completer_done) pthread_cond_wait(&e->fin_cv, &e->mu);
     if (e->n_finished == 0) break;
     gemmd_batch_t *b = e->finished[0];
@@ -1390,7 +1447,7 @@ static void *completer_main(void *arg) {
       b->marks.seen_done = gemmd_now_ns();
       float ms = 0, gemm_ms = 0;
       if (!err) err = cudaEventElapsedTime(&ms, s->start, s->stop);
-      if (!err) err = cudaEventElapsedTime(&gemm_ms, s->gemm_start, s->gemm_stop);
+      if (!err && !s->gemm_clocked) err = cudaEventElapsedTime(&gemm_ms, s->gemm_start, s->gemm_stop);
       if (err) {
         cuda_failed(e, err, "batch");
         fail_batch(e, b);
@@ -1398,6 +1455,10 @@ static void *completer_main(void *arg) {
         b->status = GEMMD_CODE_OK;
         b->compute_ns = (uint64_t)((double)ms * 1e6);
         b->gemm_ns = (uint64_t)((double)gemm_ms * 1e6);
+        if (s->gemm_clocked) {
+          const unsigned long long t0 = s->clock_host[0], t1 = s->clock_host[1];
+          b->gemm_ns = t0 != 0 && t1 >= t0 ? t1 - t0 : 0;
+        }
         if (s->measuring) {
           gemmd_kernel_choices_record(e->choices, s->sig, s->use_lt ? GEMMD_KERNEL_CUBLASLT : GEMMD_KERNEL_OWN, b->gemm_ns);
         }
@@ -1470,6 +1531,8 @@ static void cuda_close(gemmd_engine_t *base) {
       drop_copy_graphs(s);
       cudaFree(s->dev);
       cudaFree(s->ws);
+      cudaFree(s->clock_dev);
+      cudaFreeHost((void *)s->clock_host);
       cudaFreeHost(s->host);
       free(s->copies);
       free(s->in_place);
@@ -1615,6 +1678,9 @@ int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn
     if (!err) err = cudaEventCreate(&e->slots[i].stop);
     if (!err) err = cudaEventCreate(&e->slots[i].gemm_start);
     if (!err) err = cudaEventCreate(&e->slots[i].gemm_stop);
+    if (!err) err = cudaMalloc((void **)&e->slots[i].clock_dev, sizeof(unsigned long long));
+    if (!err) err = cudaMemset(e->slots[i].clock_dev, 0, sizeof(unsigned long long));
+    if (!err) err = cudaMallocHost((void **)&e->slots[i].clock_host, 2 * sizeof(unsigned long long));
     /* Split-K batches on the slots' streams may run at once: a workspace each. */
     if (!err && e->mode != MODE_CUBLASLT && e->kernel == GEMMD_GPU_KERNEL_WGMMA) {
       err = cudaMalloc(&e->slots[i].ws, gemmd_gpu_gemm_workspace_bytes());

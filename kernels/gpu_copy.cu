@@ -1,9 +1,11 @@
 // gemmd_gpu_copy_many (gpu_copy.h): one launch per GEMMD_GPU_COPIES_PER_LAUNCH copies, the
 // copies by value in the kernel's parameters (under the 4 KB that every launch may carry),
 // so a captured or a plain launch needs no upload of its list; gemmd_gpu_copy_node_params
-// gives the same launch as a captured node's new parameters. Block (x, y) copies a share of
-// copy y: 16 bytes a thread where both sides and the pitches allow, else byte by byte.
+// gives the same launch as a captured node's new parameters, with the copy clock where asked.
+// Block (x, y) copies a share of copy y: 16 bytes a thread where both sides and the pitches
+// allow, else byte by byte.
 #include <cuda_runtime.h>
+#include <stddef.h>
 
 #include "kernels/errors.h"
 #include "kernels/gpu_copy.h"
@@ -15,10 +17,30 @@ constexpr uint32_t kMaxBlocksPerCopy = 256;
 
 struct CopyList {
   gemmd_gpu_copy_t c[GEMMD_GPU_COPIES_PER_LAUNCH];
+  gemmd_gpu_copy_clock_t clock;
 };
 static_assert(sizeof(CopyList) <= 4000, "a launch's parameters stay under 4 KB");
+static_assert(offsetof(CopyList, clock) == offsetof(gemmd_gpu_copy_node_t, clock) &&
+                  sizeof(CopyList) <= offsetof(gemmd_gpu_copy_node_t, arg),
+              "a node's storage holds one launch's parameters");
+
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 
 __global__ void __launch_bounds__(kThreads) copy_many(const CopyList list) {
+  // The AFTER role's start, and the BEFORE launch's end loaded now and written after the
+  // copy, so that neither round trip delays this block's share.
+  const gemmd_gpu_copy_clock_t &clock = list.clock;
+  const bool starts = clock.role == GEMMD_GPU_COPY_CLOCK_AFTER && threadIdx.x == 0 && blockIdx.x == 0 &&
+                      blockIdx.y == 0;
+  unsigned long long now = 0, before_end = 0;
+  if (starts) {
+    now = global_ns();
+    before_end = *reinterpret_cast<volatile unsigned long long *>(clock.dev);
+  }
   const gemmd_gpu_copy_t &c = list.c[blockIdx.y];
   const uint8_t *src = reinterpret_cast<const uint8_t *>(c.src);
   uint8_t *dst = reinterpret_cast<uint8_t *>(c.dst);
@@ -39,6 +61,15 @@ __global__ void __launch_bounds__(kThreads) copy_many(const CopyList list) {
       const uint64_t r = i / c.row_bytes, b = i % c.row_bytes;
       dst[r * c.dst_pitch + b] = src[r * c.src_pitch + b];
     }
+  }
+  if (starts) {
+    clock.host[0] = before_end;
+    clock.host[1] = now;
+    *clock.dev = 0;
+  }
+  if (clock.role == GEMMD_GPU_COPY_CLOCK_BEFORE) {  // the launch's end: its last block's
+    __syncthreads();
+    if (threadIdx.x == 0) atomicMax(clock.dev, global_ns());
   }
 }
 
@@ -77,6 +108,7 @@ extern "C" int gemmd_gpu_copy_many(const gemmd_gpu_copy_t *copies, uint32_t n, c
   for (uint32_t at = 0; at < n; at += GEMMD_GPU_COPIES_PER_LAUNCH) {
     const uint32_t count = n - at < GEMMD_GPU_COPIES_PER_LAUNCH ? n - at : GEMMD_GPU_COPIES_PER_LAUNCH;
     CopyList list;
+    list.clock = gemmd_gpu_copy_clock_t{};
     const dim3 grid = fill(copies + at, count, &list);
     copy_many<<<grid, kThreads, 0, stream>>>(list);
     if (cudaGetLastError() != cudaSuccess) return GEMMD_EDEVICE;
@@ -85,11 +117,17 @@ extern "C" int gemmd_gpu_copy_many(const gemmd_gpu_copy_t *copies, uint32_t n, c
 }
 
 extern "C" int gemmd_gpu_copy_node_params(const gemmd_gpu_copy_t *copies, uint32_t n,
-                                          gemmd_gpu_copy_node_t *storage, struct cudaKernelNodeParams *params) {
-  static_assert(sizeof(CopyList) == sizeof storage->c, "the node's storage holds one launch's list");
+                                          const gemmd_gpu_copy_clock_t *clock, gemmd_gpu_copy_node_t *storage,
+                                          struct cudaKernelNodeParams *params) {
   if (n > GEMMD_GPU_COPIES_PER_LAUNCH || storage == nullptr || params == nullptr) return GEMMD_EINVAL;
   if (check(copies, n) != GEMMD_OK) return GEMMD_EINVAL;
-  CopyList *list = reinterpret_cast<CopyList *>(storage->c);
+  if (clock != nullptr && clock->role != GEMMD_GPU_COPY_CLOCK_OFF &&
+      (clock->dev == nullptr || clock->host == nullptr ||
+       (clock->role != GEMMD_GPU_COPY_CLOCK_BEFORE && clock->role != GEMMD_GPU_COPY_CLOCK_AFTER))) {
+    return GEMMD_EINVAL;
+  }
+  CopyList *list = reinterpret_cast<CopyList *>(storage);
+  list->clock = clock != nullptr ? *clock : gemmd_gpu_copy_clock_t{};
   const dim3 grid = fill(copies, n, list);
   storage->arg = list;
   *params = cudaKernelNodeParams{};

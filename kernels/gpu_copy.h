@@ -34,17 +34,33 @@ int gemmd_gpu_copy_many(const gemmd_gpu_copy_t *copies, uint32_t n, cudaStream_t
 
 #define GEMMD_GPU_COPIES_PER_LAUNCH 120
 
+/* A clock the copy launches of one graph keep on the work between them, so that a graph
+ * can time that work (its GEMM) without event nodes around it (each costs about a µs of a
+ * small graph: docs/bench/serving.md). The launch before the work (GEMMD_GPU_COPY_CLOCK_BEFORE)
+ * notes its end in *dev; the launch after it (GEMMD_GPU_COPY_CLOCK_AFTER), as it starts,
+ * writes that end into host[0] and its own start into host[1] (global timer, ns) and sets
+ * *dev back to 0. dev: one device word, zeroed before the first use; host: two words of
+ * pinned memory, read once the graph is known done. */
+enum { GEMMD_GPU_COPY_CLOCK_OFF = 0, GEMMD_GPU_COPY_CLOCK_BEFORE = 1, GEMMD_GPU_COPY_CLOCK_AFTER = 2 };
+typedef struct {
+  unsigned long long *dev;
+  volatile unsigned long long *host;
+  uint32_t role; /* GEMMD_GPU_COPY_CLOCK_* */
+} gemmd_gpu_copy_clock_t;
+
 /* A copy-kernel launch as a graph kernel node's parameters, for a node captured from
  * gemmd_gpu_copy_many: cudaGraphExecKernelNodeSetParams with them makes the next replay
- * copy copies[0..n) (n ≤ GEMMD_GPU_COPIES_PER_LAUNCH; 0 copies nothing). The list is copied
- * into *storage, which `params` points into: keep it until the call that takes `params`
- * returns. Returns 0 or GEMMD_EINVAL (as gemmd_gpu_copy_many, or n too large). */
+ * copy copies[0..n) (n ≤ GEMMD_GPU_COPIES_PER_LAUNCH; 0 copies nothing), keeping `clock`
+ * (NULL: none). The list is copied into *storage, which `params` points into: keep it until
+ * the call that takes `params` returns. Returns 0 or GEMMD_EINVAL (as gemmd_gpu_copy_many,
+ * n too large, or a clock with a null pointer or an unknown role). */
 typedef struct {
   gemmd_gpu_copy_t c[GEMMD_GPU_COPIES_PER_LAUNCH];
+  gemmd_gpu_copy_clock_t clock;
   void *arg; /* kernelParams[0]: &c */
 } gemmd_gpu_copy_node_t;
-int gemmd_gpu_copy_node_params(const gemmd_gpu_copy_t *copies, uint32_t n, gemmd_gpu_copy_node_t *storage,
-                               struct cudaKernelNodeParams *params);
+int gemmd_gpu_copy_node_params(const gemmd_gpu_copy_t *copies, uint32_t n, const gemmd_gpu_copy_clock_t *clock,
+                               gemmd_gpu_copy_node_t *storage, struct cudaKernelNodeParams *params);
 
 #ifdef __cplusplus
 }

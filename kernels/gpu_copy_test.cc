@@ -2,8 +2,8 @@
 // ones, lists longer than one launch, bytes between rows and past the ends untouched;
 // copies that read pinned host memory and write registered host memory (the engine's small
 // batches, over PCIe); a captured copy node given a new list and grid per replay
-// (gemmd_gpu_copy_node_params, as the engine's graphs with copies); and the argument
-// checks. Needs the GPU (tag gpu).
+// (gemmd_gpu_copy_node_params, as the engine's graphs with copies); the copy clock of two
+// such nodes around the work between them; and the argument checks. Needs the GPU (tag gpu).
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
@@ -170,7 +170,8 @@ void check_graph_node(std::mt19937_64 &rng) {
       std::memcpy(&want[to], &src[from], len);
     }
     cudaKernelNodeParams p;
-    EXPECT(gemmd_gpu_copy_node_params(copies.data(), static_cast<uint32_t>(copies.size()), &storage, &p) == GEMMD_OK,
+    EXPECT(gemmd_gpu_copy_node_params(copies.data(), static_cast<uint32_t>(copies.size()), nullptr, &storage, &p) ==
+               GEMMD_OK,
            "a list of %zu as node parameters", copies.size());
     CUDA_OK(cudaGraphExecKernelNodeSetParams(exec, node, &p));
     CUDA_OK(cudaGraphLaunch(exec, s));
@@ -181,13 +182,93 @@ void check_graph_node(std::mt19937_64 &rng) {
   }
   std::vector<gemmd_gpu_copy_t> too_many(GEMMD_GPU_COPIES_PER_LAUNCH + 1, none);
   cudaKernelNodeParams p;
-  EXPECT(gemmd_gpu_copy_node_params(too_many.data(), GEMMD_GPU_COPIES_PER_LAUNCH + 1, &storage, &p) == GEMMD_EINVAL,
+  EXPECT(gemmd_gpu_copy_node_params(too_many.data(), GEMMD_GPU_COPIES_PER_LAUNCH + 1, nullptr, &storage, &p) ==
+             GEMMD_EINVAL,
          "a list longer than one launch is refused as a node's");
   std::printf("    graph copy node, three lists replayed: %s\n", all_equal ? "equal" : "DIFFER");
   CUDA_OK(cudaGraphExecDestroy(exec));
   CUDA_OK(cudaGraphDestroy(g));
   CUDA_OK(cudaStreamDestroy(s));
   CUDA_OK(cudaFree(d_src));
+  CUDA_OK(cudaFree(d_dst));
+}
+
+// A graph of two copy nodes, the first with the clock's BEFORE role and the second with
+// AFTER, as the engine's graph with copies around its GEMM: each replay copies both lists
+// and leaves the first's end and the second's start in the pinned words, in order, with the
+// device word back at 0 for the next.
+void check_copy_clock(std::mt19937_64 &rng) {
+  const size_t bytes = 1u << 20;
+  std::vector<uint8_t> src(bytes), got(bytes);
+  for (auto &b : src) b = static_cast<uint8_t>(rng());
+  uint8_t *d_src, *d_mid, *d_dst;
+  unsigned long long *dev, *host;
+  CUDA_OK(cudaMalloc(reinterpret_cast<void **>(&d_src), bytes));
+  CUDA_OK(cudaMalloc(reinterpret_cast<void **>(&d_mid), bytes));
+  CUDA_OK(cudaMalloc(reinterpret_cast<void **>(&d_dst), bytes));
+  CUDA_OK(cudaMalloc(reinterpret_cast<void **>(&dev), sizeof *dev));
+  CUDA_OK(cudaMallocHost(reinterpret_cast<void **>(&host), 2 * sizeof *host));
+  CUDA_OK(cudaMemcpy(d_src, src.data(), bytes, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemset(dev, 0, sizeof *dev));
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreate(&s));
+  cudaGraph_t g;
+  CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  const gemmd_gpu_copy_t none[2] = {{0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}};
+  EXPECT(gemmd_gpu_copy_many(none, 1, s) == GEMMD_OK, "the first placeholder is captured");
+  EXPECT(gemmd_gpu_copy_many(none, 2, s) == GEMMD_OK, "the second placeholder is captured");
+  CUDA_OK(cudaStreamEndCapture(s, &g));
+  cudaGraphNode_t nodes[2], first = nullptr, second = nullptr;
+  size_t n_nodes = 2;
+  CUDA_OK(cudaGraphGetNodes(g, nodes, &n_nodes));
+  EXPECT(n_nodes == 2, "the capture holds two nodes, not %zu", n_nodes);
+  for (size_t i = 0; i < n_nodes; i++) {
+    cudaKernelNodeParams p;
+    CUDA_OK(cudaGraphKernelNodeGetParams(nodes[i], &p));
+    (p.gridDim.y == 1 ? first : second) = nodes[i];
+  }
+  cudaGraphExec_t exec;
+  CUDA_OK(cudaGraphInstantiate(&exec, g, 0));
+  const gemmd_gpu_copy_clock_t before = {dev, host, GEMMD_GPU_COPY_CLOCK_BEFORE};
+  const gemmd_gpu_copy_clock_t after = {dev, host, GEMMD_GPU_COPY_CLOCK_AFTER};
+  gemmd_gpu_copy_node_t up, down;
+  bool ordered = true;
+  for (int replay = 0; replay < 3 && first != nullptr && second != nullptr; replay++) {
+    const uint32_t len = 4096 + static_cast<uint32_t>(rng() % (bytes - 4096));  // many blocks
+    const gemmd_gpu_copy_t in = {reinterpret_cast<uint64_t>(d_src), reinterpret_cast<uint64_t>(d_mid), 1, len, 0, 0};
+    const gemmd_gpu_copy_t out = {reinterpret_cast<uint64_t>(d_mid), reinterpret_cast<uint64_t>(d_dst), 1, len, 0, 0};
+    cudaKernelNodeParams p;
+    EXPECT(gemmd_gpu_copy_node_params(&in, 1, &before, &up, &p) == GEMMD_OK, "the first node's clock");
+    CUDA_OK(cudaGraphExecKernelNodeSetParams(exec, first, &p));
+    EXPECT(gemmd_gpu_copy_node_params(&out, 1, &after, &down, &p) == GEMMD_OK, "the second node's clock");
+    CUDA_OK(cudaGraphExecKernelNodeSetParams(exec, second, &p));
+    host[0] = host[1] = 0;
+    CUDA_OK(cudaGraphLaunch(exec, s));
+    CUDA_OK(cudaStreamSynchronize(s));
+    unsigned long long left = 1;
+    CUDA_OK(cudaMemcpy(&left, dev, sizeof left, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(got.data(), d_dst, len, cudaMemcpyDeviceToHost));
+    EXPECT(std::memcmp(got.data(), src.data(), len) == 0, "replay %d: the two copies' bytes differ", replay);
+    EXPECT(host[0] != 0 && host[1] >= host[0] && host[1] - host[0] < 1000000000ull,
+           "replay %d: the clock reads %llu .. %llu", replay, host[0], host[1]);
+    EXPECT(left == 0, "replay %d: the device word is %llu, not 0", replay, left);
+    ordered = ordered && host[0] != 0 && host[1] >= host[0];
+    if (replay == 0) std::printf("    copy clock: %llu ns between the two copy nodes\n", host[1] - host[0]);
+  }
+  EXPECT(first != nullptr && second != nullptr, "the two copy nodes are found by their grids");
+  const gemmd_gpu_copy_clock_t no_dev = {nullptr, host, GEMMD_GPU_COPY_CLOCK_AFTER};
+  const gemmd_gpu_copy_clock_t bad_role = {dev, host, 7};
+  cudaKernelNodeParams p;
+  EXPECT(gemmd_gpu_copy_node_params(none, 1, &no_dev, &up, &p) == GEMMD_EINVAL, "a clock without its device word");
+  EXPECT(gemmd_gpu_copy_node_params(none, 1, &bad_role, &up, &p) == GEMMD_EINVAL, "a clock of an unknown role");
+  std::printf("    copy clock, three replays: %s\n", ordered ? "in order" : "OUT OF ORDER");
+  CUDA_OK(cudaGraphExecDestroy(exec));
+  CUDA_OK(cudaGraphDestroy(g));
+  CUDA_OK(cudaStreamDestroy(s));
+  CUDA_OK(cudaFreeHost(host));
+  CUDA_OK(cudaFree(dev));
+  CUDA_OK(cudaFree(d_src));
+  CUDA_OK(cudaFree(d_mid));
   CUDA_OK(cudaFree(d_dst));
 }
 
@@ -206,6 +287,7 @@ int main() {
   check_random(rng, 1, true, true);
   check_host_memory(rng);
   check_graph_node(rng);
+  check_copy_clock(rng);
   gemmd_gpu_copy_t bad = {16, 32, 2, 100, 50, 100};  // src pitch below the row
   EXPECT(gemmd_gpu_copy_many(&bad, 1, 0) == GEMMD_EINVAL, "a pitch below the row is refused");
   gemmd_gpu_copy_t null_src = {0, 32, 1, 100, 100, 100};
