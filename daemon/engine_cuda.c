@@ -111,9 +111,10 @@ typedef struct {
   int measuring;  /* its GEMM time is one of the measured runs of its signature */
   uint64_t sig;   /* its signature (kernel_choice.h), when measuring */
   void *ws;       /* the WGMMA kernel's split-K workspace for this slot's stream (zeroed once) */
-  /* The copy clock of its CG_CLOCKED graphs (gemmd_gpu_copy_clock_t): one device
-   * word and two pinned ones; gemm_clocked: the batch's GEMM time is read there instead of
-   * from gemm_start/gemm_stop. */
+  /* The copy clock of its CG_CLOCKED graphs (gemmd_gpu_copy_clock_t), its words on the
+   * device and in pinned memory; gemm_clocked: the batch runs in such a graph, its device
+   * and GEMM times are read there instead of from the events, and its end is noticed by
+   * the clock's end word. */
   unsigned long long *clock_dev;
   volatile unsigned long long *clock_host;
   int gemm_clocked;
@@ -247,9 +248,27 @@ static void spin_for_work(cuda_engine_t *e, const atomic_uint *count) {
   lock_soon(e);
 }
 
+/* Whether a launched batch is done (cudaSuccess), not yet (cudaErrorNotReady), or failed.
+ * A clocked graph's last node says so in pinned memory, which the host sees about 4 µs
+ * before the stop event after it (docs/bench/serving.md); every EVENT_EVERY polls the event
+ * is asked all the same, since a launch that fails never writes the word. */
+enum { EVENT_EVERY = 64 };
+
+static cudaError_t batch_state(const slot_t *s, unsigned *polls) {
+  if (s == NULL) return cudaSuccess; /* it failed before reaching the device */
+  if (s->gemm_clocked) {
+    if (s->clock_host[GEMMD_GPU_COPY_CLOCK_AFTER_END] != 0) {
+      atomic_thread_fence(memory_order_acquire); /* the clock's other words after it */
+      return cudaSuccess;
+    }
+    if (++*polls % EVENT_EVERY != 0) return cudaErrorNotReady;
+  }
+  return cudaEventQuery(s->stop);
+}
+
 /* Waits until one of the launched batches is done, whichever it is: a decode batch on the
  * urgent stream is noticed as soon as it ends even while a large piece launched before it
- * is still running. Polls every launched batch's stop event without the mutex, which the
+ * is still running. Polls every launched batch (batch_state) without the mutex, which the
  * stager, the finishers and the loop's submit need meanwhile; after e->spin_ns without a
  * launch or a completion it polls every POLL_SLEEP_US, woken early by a launch. Called and
  * returns with the mutex held: the batch's index in e->launched, its query result in *err. */
@@ -257,15 +276,14 @@ enum { POLL_SLEEP_US = 50 };
 
 static unsigned wait_any_done(cuda_engine_t *e, cudaError_t *err) {
   uint64_t spin_end = gemmd_now_ns() + e->spin_ns;
-  unsigned seen = e->n_launched;
+  unsigned seen = e->n_launched, polls = 0;
   pthread_mutex_unlock(&e->mu);
   for (;;) {
     /* Entries below n stay put until this thread removes them; the stager fills an entry
      * before it counts it (the count's acquire orders the two). */
     const unsigned n = atomic_load_explicit(&e->n_launched, memory_order_acquire);
     for (unsigned i = 0; i < n; i++) {
-      const slot_t *s = e->launched[i].s;
-      const cudaError_t q = s == NULL ? cudaSuccess : cudaEventQuery(s->stop);
+      const cudaError_t q = batch_state(e->launched[i].s, &polls);
       if (q != cudaErrorNotReady) {
         *err = q;
         lock_soon(e);
@@ -293,6 +311,16 @@ static unsigned wait_any_done(cuda_engine_t *e, cudaError_t *err) {
     }
     pthread_mutex_unlock(&e->mu);
   }
+}
+
+/* A clocked batch's device time, from its upload's start to its results' end, and its
+ * GEMM's, between the two (gemmd_gpu_copy_clock_t); 0 where the clock reads backwards. */
+static void read_clock(const slot_t *s, gemmd_batch_t *b) {
+  const volatile unsigned long long *h = s->clock_host;
+  const unsigned long long up0 = h[GEMMD_GPU_COPY_CLOCK_BEFORE_START], up1 = h[GEMMD_GPU_COPY_CLOCK_BEFORE_END];
+  const unsigned long long down0 = h[GEMMD_GPU_COPY_CLOCK_AFTER_START], down1 = h[GEMMD_GPU_COPY_CLOCK_AFTER_END];
+  b->compute_ns = up0 != 0 && down1 >= up0 ? down1 - up0 : 0;
+  b->gemm_ns = up1 != 0 && down0 >= up1 ? down0 - up1 : 0;
 }
 
 /* Records the first CUDA failure; later calls keep it. Returns 1 when err is an error. */
@@ -1122,19 +1150,26 @@ static cudaError_t launch_with_copies(cuda_engine_t *e, slot_t *s, const layout_
                         c->down_list, &c->down_n);
   }
   if (err) return err;
-  *step = "graph launch";
   s->gemm_clocked = clocked;
+  if (clocked) { /* the clock's words; its end turns nonzero once the graph is done */
+    for (int i = 0; i < GEMMD_GPU_COPY_CLOCK_HOST_WORDS; i++) s->clock_host[i] = 0;
+  } else {
+    *step = "event";
+    err = cudaEventRecord(s->start, s->stream);
+    if (err) return err;
+  }
+  *step = "graph launch";
   err = cudaGraphLaunch(c->exec, s->stream);
   b->graph_replays++;
   return err;
 }
 
+/* Queues the batch: its start event (none for a clocked graph, whose copy nodes time it),
+ * its work, and its stop event (for a clocked graph too: how a failed launch is noticed). */
 static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_batch_t *b,
                           const char **step) {
-  *step = "event";
   s->gemm_clocked = 0;
-  cudaError_t err = cudaEventRecord(s->start, s->stream);
-  if (err) return err;
+  cudaError_t err = cudaSuccess;
   if (e->fault_after > 0 && e->batches + 1 == (uint64_t)e->fault_after) {
     gemmd_log(GEMMD_LOG_WARN, "injecting a device fault", "batch=%" PRIu64 " (--test-fault-after-batches)",
               e->batches + 1);
@@ -1143,11 +1178,15 @@ static cudaError_t launch(cuda_engine_t *e, slot_t *s, const layout_t *L, gemmd_
   if (e->graph_copies && !s->use_lt) {
     err = launch_with_copies(e, s, L, b, step);
     if (err != cudaErrorNotSupported) {
+      *step = "event";
       if (!err) err = cudaEventRecord(s->stop, s->stream);
       e->batches++;
       return err;
     }
   }
+  *step = "event";
+  err = cudaEventRecord(s->start, s->stream);
+  if (err) return err;
   *step = "upload";
   err = upload(e, s, L, b, NULL);
   if (err) return err;
@@ -1446,7 +1485,7 @@ static void *completer_main(void *arg) {
     if (s != NULL) {
       b->marks.seen_done = gemmd_now_ns();
       float ms = 0, gemm_ms = 0;
-      if (!err) err = cudaEventElapsedTime(&ms, s->start, s->stop);
+      if (!err && !s->gemm_clocked) err = cudaEventElapsedTime(&ms, s->start, s->stop);
       if (!err && !s->gemm_clocked) err = cudaEventElapsedTime(&gemm_ms, s->gemm_start, s->gemm_stop);
       if (err) {
         cuda_failed(e, err, "batch");
@@ -1455,10 +1494,7 @@ static void *completer_main(void *arg) {
         b->status = GEMMD_CODE_OK;
         b->compute_ns = (uint64_t)((double)ms * 1e6);
         b->gemm_ns = (uint64_t)((double)gemm_ms * 1e6);
-        if (s->gemm_clocked) {
-          const unsigned long long t0 = s->clock_host[0], t1 = s->clock_host[1];
-          b->gemm_ns = t0 != 0 && t1 >= t0 ? t1 - t0 : 0;
-        }
+        if (s->gemm_clocked) read_clock(s, b);
         if (s->measuring) {
           gemmd_kernel_choices_record(e->choices, s->sig, s->use_lt ? GEMMD_KERNEL_CUBLASLT : GEMMD_KERNEL_OWN, b->gemm_ns);
         }
@@ -1678,9 +1714,13 @@ int gemmd_engine_cuda_create(const gemmd_cuda_options_t *o, gemmd_engine_done_fn
     if (!err) err = cudaEventCreate(&e->slots[i].stop);
     if (!err) err = cudaEventCreate(&e->slots[i].gemm_start);
     if (!err) err = cudaEventCreate(&e->slots[i].gemm_stop);
-    if (!err) err = cudaMalloc((void **)&e->slots[i].clock_dev, sizeof(unsigned long long));
-    if (!err) err = cudaMemset(e->slots[i].clock_dev, 0, sizeof(unsigned long long));
-    if (!err) err = cudaMallocHost((void **)&e->slots[i].clock_host, 2 * sizeof(unsigned long long));
+    const size_t clock_dev = GEMMD_GPU_COPY_CLOCK_DEV_WORDS * sizeof(unsigned long long);
+    if (!err) err = cudaMalloc((void **)&e->slots[i].clock_dev, clock_dev);
+    if (!err) err = cudaMemset(e->slots[i].clock_dev, 0, clock_dev);
+    if (!err) {
+      err = cudaMallocHost((void **)&e->slots[i].clock_host,
+                           GEMMD_GPU_COPY_CLOCK_HOST_WORDS * sizeof(unsigned long long));
+    }
     /* Split-K batches on the slots' streams may run at once: a workspace each. */
     if (!err && e->mode != MODE_CUBLASLT && e->kernel == GEMMD_GPU_KERNEL_WGMMA) {
       err = cudaMalloc(&e->slots[i].ws, gemmd_gpu_gemm_workspace_bytes());

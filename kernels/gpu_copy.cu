@@ -24,6 +24,12 @@ static_assert(offsetof(CopyList, clock) == offsetof(gemmd_gpu_copy_node_t, clock
                   sizeof(CopyList) <= offsetof(gemmd_gpu_copy_node_t, arg),
               "a node's storage holds one launch's parameters");
 
+// The clock's device words: the BEFORE launch's start and end, and the AFTER launch's
+// count of blocks done.
+enum { kDevBeforeStart, kDevBeforeEnd, kDevAfterBlocks, kDevWords };
+static_assert(static_cast<int>(kDevWords) == static_cast<int>(GEMMD_GPU_COPY_CLOCK_DEV_WORDS),
+              "gpu_copy.h counts the clock's device words");
+
 __device__ __forceinline__ unsigned long long global_ns() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -31,15 +37,19 @@ __device__ __forceinline__ unsigned long long global_ns() {
 }
 
 __global__ void __launch_bounds__(kThreads) copy_many(const CopyList list) {
-  // The AFTER role's start, and the BEFORE launch's end loaded now and written after the
-  // copy, so that neither round trip delays this block's share.
   const gemmd_gpu_copy_clock_t &clock = list.clock;
-  const bool starts = clock.role == GEMMD_GPU_COPY_CLOCK_AFTER && threadIdx.x == 0 && blockIdx.x == 0 &&
-                      blockIdx.y == 0;
-  unsigned long long now = 0, before_end = 0;
+  const bool first_block = blockIdx.x == 0 && blockIdx.y == 0;
+  if (clock.role == GEMMD_GPU_COPY_CLOCK_BEFORE && first_block && threadIdx.x == 0) {
+    clock.dev[kDevBeforeStart] = global_ns();
+  }
+  // The AFTER role's start, and the BEFORE launch's words loaded now and written after the
+  // copy, so that neither round trip delays this block's share.
+  const bool starts = clock.role == GEMMD_GPU_COPY_CLOCK_AFTER && threadIdx.x == 0 && first_block;
+  unsigned long long now = 0, before_start = 0, before_end = 0;
   if (starts) {
     now = global_ns();
-    before_end = *reinterpret_cast<volatile unsigned long long *>(clock.dev);
+    before_start = *reinterpret_cast<volatile unsigned long long *>(clock.dev + kDevBeforeStart);
+    before_end = *reinterpret_cast<volatile unsigned long long *>(clock.dev + kDevBeforeEnd);
   }
   const gemmd_gpu_copy_t &c = list.c[blockIdx.y];
   const uint8_t *src = reinterpret_cast<const uint8_t *>(c.src);
@@ -63,13 +73,29 @@ __global__ void __launch_bounds__(kThreads) copy_many(const CopyList list) {
     }
   }
   if (starts) {
-    clock.host[0] = before_end;
-    clock.host[1] = now;
-    *clock.dev = 0;
+    clock.host[GEMMD_GPU_COPY_CLOCK_BEFORE_START] = before_start;
+    clock.host[GEMMD_GPU_COPY_CLOCK_BEFORE_END] = before_end;
+    clock.host[GEMMD_GPU_COPY_CLOCK_AFTER_START] = now;
+    clock.dev[kDevBeforeEnd] = 0;
   }
   if (clock.role == GEMMD_GPU_COPY_CLOCK_BEFORE) {  // the launch's end: its last block's
     __syncthreads();
-    if (threadIdx.x == 0) atomicMax(clock.dev, global_ns());
+    if (threadIdx.x == 0) atomicMax(clock.dev + kDevBeforeEnd, global_ns());
+  } else if (clock.role == GEMMD_GPU_COPY_CLOCK_AFTER) {
+    // Each block's writes are made visible to the host before it counts itself, so the
+    // last one to count writes the end after every copy of the launch (and the words
+    // above) can be seen.
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence_system();
+      unsigned long long *blocks = clock.dev + kDevAfterBlocks;
+      const unsigned long long all = static_cast<unsigned long long>(gridDim.x) * gridDim.y;
+      if (atomicAdd(blocks, 1ull) == all - 1) {
+        *blocks = 0;
+        __threadfence_system();
+        clock.host[GEMMD_GPU_COPY_CLOCK_AFTER_END] = global_ns();
+      }
+    }
   }
 }
 

@@ -36,12 +36,27 @@ int gemmd_gpu_copy_many(const gemmd_gpu_copy_t *copies, uint32_t n, cudaStream_t
 
 /* A clock the copy launches of one graph keep on the work between them, so that a graph
  * can time that work (its GEMM) without event nodes around it (each costs about a µs of a
- * small graph: docs/bench/serving.md). The launch before the work (GEMMD_GPU_COPY_CLOCK_BEFORE)
- * notes its end in *dev; the launch after it (GEMMD_GPU_COPY_CLOCK_AFTER), as it starts,
- * writes that end into host[0] and its own start into host[1] (global timer, ns) and sets
- * *dev back to 0. dev: one device word, zeroed before the first use; host: two words of
- * pinned memory, read once the graph is known done. */
+ * small graph), and a done word that tells the host the graph's last node has finished,
+ * µs before the stream's event would (docs/bench/serving.md).
+ * - The launch before the work (GEMMD_GPU_COPY_CLOCK_BEFORE) notes its start and its end
+ *   in dev.
+ * - The launch after it (GEMMD_GPU_COPY_CLOCK_AFTER) writes those two and its own start
+ *   into host (global timer, ns) and resets dev. Once every one of its blocks has copied,
+ *   its last block writes its end into host[GEMMD_GPU_COPY_CLOCK_AFTER_END], after the
+ *   launch's copies and the other words are visible to the host: a nonzero end says that
+ *   all of them may be read.
+ * dev: GEMMD_GPU_COPY_CLOCK_DEV_WORDS device words, zeroed before the first use; host:
+ * GEMMD_GPU_COPY_CLOCK_HOST_WORDS words of pinned memory, the end zeroed before each
+ * launch that is to set it. */
 enum { GEMMD_GPU_COPY_CLOCK_OFF = 0, GEMMD_GPU_COPY_CLOCK_BEFORE = 1, GEMMD_GPU_COPY_CLOCK_AFTER = 2 };
+enum {
+  GEMMD_GPU_COPY_CLOCK_BEFORE_START,
+  GEMMD_GPU_COPY_CLOCK_BEFORE_END,
+  GEMMD_GPU_COPY_CLOCK_AFTER_START,
+  GEMMD_GPU_COPY_CLOCK_AFTER_END,
+  GEMMD_GPU_COPY_CLOCK_HOST_WORDS
+};
+enum { GEMMD_GPU_COPY_CLOCK_DEV_WORDS = 3 };
 typedef struct {
   unsigned long long *dev;
   volatile unsigned long long *host;
