@@ -18,6 +18,7 @@ typedef struct gemmd_config_s {
   char grpc_listen[256];
   char metrics_listen[256];
   int64_t grpc_threads;
+  int64_t grpc_spin_us;
   int64_t loop_spin_us;
   int64_t http_max_connections;
   int64_t http_head_timeout_ms;

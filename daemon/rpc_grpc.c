@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/cpus.h"
 #include "daemon/log.h"
 #include "daemon/rpc_internal.h"
 #include "kernels/errors.h"
@@ -268,16 +269,34 @@ typedef struct {
   int index;
 } thread_arg_t;
 
+/* --grpc-spin-us, where -1 picks by the CPUs gemmd may run on: a spinning completion-queue
+ * thread takes a core from the clients and gemmd's other threads, which on a 2-CPU machine
+ * made a 64 KB answer 15-20% slower (docs/bench/serving.md). */
+enum { CQ_SPIN_AUTO_US = 200, CQ_SPIN_MIN_CPUS = 8 };
+
+static int64_t cq_spin_us(const gemmd_config_t *cfg) {
+  if (cfg->grpc_spin_us >= 0) return cfg->grpc_spin_us;
+  return gemmd_cpus_usable() >= CQ_SPIN_MIN_CPUS ? CQ_SPIN_AUTO_US : 0;
+}
+
+/* For --grpc-spin-us after each event the thread asks its queue with a deadline already
+ * past, which polls the sockets once without sleeping, so that the next request or send
+ * completion is not a thread wake-up away; then it blocks. */
 static void *cq_thread(void *arg) {
   thread_arg_t *ta = arg;
+  const uint64_t spin_ns = ta->rpc->spin_ns;
   grpc_completion_queue *cq = ta->rpc->cq[ta->index];
   free(ta);
+  uint64_t spin_until = 0;
   for (;;) {
-    grpc_event ev = grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+    const int spin = spin_ns > 0 && gemmd_now_ns() < spin_until;
+    grpc_event ev = grpc_completion_queue_next(
+        cq, spin ? gpr_time_0(GPR_CLOCK_REALTIME) : gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
     if (ev.type == GRPC_QUEUE_SHUTDOWN) break;
     if (ev.type == GRPC_OP_COMPLETE) {
       rpc_tag_t *tag = ev.tag;
       tag->fn(tag, ev.success);
+      if (spin_ns > 0) spin_until = gemmd_now_ns() + spin_ns;
     }
   }
   return NULL;
@@ -392,6 +411,7 @@ int gemmd_rpc_start(gemmd_server_t *srv, gemmd_rpc_t **out, int *port, char *err
   const grpc_channel_args channel_args = {2, args};
   rpc->server = grpc_server_create(&channel_args, NULL);
   rpc->n_cq = (int)cfg->grpc_threads;
+  rpc->spin_ns = (uint64_t)cq_spin_us(cfg) * 1000u;
   rpc->cq = calloc((size_t)rpc->n_cq, sizeof *rpc->cq);
   rpc->threads = calloc((size_t)rpc->n_cq, sizeof *rpc->threads);
   for (int i = 0; i < rpc->n_cq; i++) {

@@ -65,6 +65,7 @@ struct gemmd_rpc_s {
   int n_cq;
   grpc_completion_queue **cq;
   pthread_t *threads;
+  uint64_t spin_ns; /* --grpc-spin-us */
   void *handles[M_COUNT];
   atomic_int live_calls;
   atomic_int shutting_down;

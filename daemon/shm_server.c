@@ -6,7 +6,6 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 #include <unistd.h>
 
 #include "daemon/arena_pins.h"
+#include "daemon/cpus.h"
 #include "daemon/log.h"
 #include "daemon/request_build.h"
 #include "daemon/shm_check.h"
@@ -718,9 +718,7 @@ static void client_unref(shm_client_t *c) {
 }
 
 /* How many busy clients may spin-wait: the configured number, or the CPUs gemmd may
- * run on (its affinity mask, which a cpuset narrows; else the online CPUs) less the
- * threads of gemmd that poll (loop, stager, completer, a finisher), at least 1. */
-enum { GEMMD_POLLING_THREADS = 4 };
+ * run on less the threads of gemmd that poll, at least 1. */
 
 /* A client counts as busy from an entry until it has had nothing in flight for this long:
  * a model worker whose GEMMs come a few ms apart, between its other work, stays busy (and
@@ -731,8 +729,7 @@ enum { BUSY_SWEEP_MS = 5 };
 
 static unsigned spinning_clients(const gemmd_config_t *cfg) {
   if (cfg->shm_spinning_clients > 0) return (unsigned)cfg->shm_spinning_clients;
-  cpu_set_t set;
-  const long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
+  const long cpus = gemmd_cpus_usable();
   return cpus > GEMMD_POLLING_THREADS + 1 ? (unsigned)(cpus - GEMMD_POLLING_THREADS) : 1u;
 }
 

@@ -193,7 +193,8 @@ class Configuration(unittest.TestCase):
                                (["--backend", "tpu"], "--backend: 'tpu' is not one of auto|cuda|cpu"),
                                (["--queue-depth"], "--queue-depth needs a value"),
                                (["--grpc-poller", "select"], "--grpc-poller: 'select' is not one of auto|poll|epoll1"),
-                               (["--loop-spin-us", "-1"], "--loop-spin-us: -1 is outside [0, 100000]")]:
+                               (["--loop-spin-us", "-1"], "--loop-spin-us: -1 is outside [0, 100000]"),
+                               (["--grpc-spin-us", "-2"], "--grpc-spin-us: -2 is outside [-1, 100000]")]:
             p = subprocess.run([gemmd] + args, capture_output=True, text=True, timeout=30)
             self.assertEqual(p.returncode, 2, args)
             self.assertIn(fragment, p.stderr)
@@ -205,18 +206,20 @@ class Configuration(unittest.TestCase):
         self.assertIn("backend unavailable", p.stderr)
 
     def test_poller_and_spin_settings_serve(self):
-        # Every gRPC poller and both loop modes serve requests; the startup dump says which.
+        # Every gRPC poller, both loop modes and both completion-queue modes serve requests;
+        # the startup dump says which.
         pb, _, _, _ = H.stubs()
         req = pb.GemmRequest(a=pb.Matrix(rows=3, cols=8, dtype=1, data=bytes(24)),
                              b=pb.Matrix(rows=5, cols=8, dtype=1, data=bytes(40)))
-        for poller, spin in (("epoll1", "0"), ("poll", "500"), ("auto", "200")):
-            with H.Gemmd("--grpc-poller", poller, "--loop-spin-us", spin) as d:
+        for poller, spin, cq_spin in (("epoll1", "0", "200"), ("poll", "500", "0"), ("auto", "200", "1000")):
+            with H.Gemmd("--grpc-poller", poller, "--loop-spin-us", spin, "--grpc-spin-us", cq_spin) as d:
                 stub = d.stub()
                 for _ in range(3):
                     self.assertEqual(stub.Gemm(req).d.rows, 3)
                 log = d.log_text()
                 self.assertIn('grpc-poller="%s"' % poller, log)
                 self.assertIn("loop-spin-us=%s" % spin, log)
+                self.assertIn("grpc-spin-us=%s" % cq_spin, log)
 
     def test_file_env_flag_precedence(self):
         pb, _, _, _ = H.stubs()
