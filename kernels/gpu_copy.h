@@ -36,15 +36,15 @@ int gemmd_gpu_copy_many(const gemmd_gpu_copy_t *copies, uint32_t n, cudaStream_t
 
 /* A clock the copy launches of one graph keep on the work between them, so that a graph
  * can time that work (its GEMM) without event nodes around it (each costs about a µs of a
- * small graph), and a done word that tells the host the graph's last node has finished,
+ * small graph), and an end word that tells the host the graph's last node has finished,
  * µs before the stream's event would (docs/bench/serving.md).
  * - The launch before the work (GEMMD_GPU_COPY_CLOCK_BEFORE) notes its start and its end
  *   in dev.
  * - The launch after it (GEMMD_GPU_COPY_CLOCK_AFTER) writes those two and its own start
- *   into host (global timer, ns) and resets dev. Once every one of its blocks has copied,
- *   its last block writes its end into host[GEMMD_GPU_COPY_CLOCK_AFTER_END], after the
- *   launch's copies and the other words are visible to the host: a nonzero end says that
- *   all of them may be read.
+ *   into host (global timer, ns) and resets dev for the next launch. Once every one of its
+ *   blocks has copied, its last block writes its end into host[GEMMD_GPU_COPY_CLOCK_AFTER_END],
+ *   after the launch's copies and the other words are visible to the host: a nonzero end
+ *   says that all of them may be read.
  * dev: GEMMD_GPU_COPY_CLOCK_DEV_WORDS device words, zeroed before the first use; host:
  * GEMMD_GPU_COPY_CLOCK_HOST_WORDS words of pinned memory, the end zeroed before each
  * launch that is to set it. */
