@@ -271,7 +271,7 @@ typedef struct {
 
 /* --grpc-spin-us, where -1 picks by the CPUs gemmd may run on: a spinning completion-queue
  * thread takes a core from the clients and gemmd's other threads, which on a 2-CPU machine
- * made a 64 KB answer 15-20% slower (docs/bench/serving.md). */
+ * made a 64 KB answer 6-27% slower (docs/bench/grpc_cpu.md). */
 enum { CQ_SPIN_AUTO_US = 200, CQ_SPIN_MIN_CPUS = 8 };
 
 static int64_t cq_spin_us(const gemmd_config_t *cfg) {

@@ -717,9 +717,6 @@ static void client_unref(shm_client_t *c) {
   if (c->sq_poll_inited) uv_close((uv_handle_t *)&c->sq_poll, on_client_handle_closed);
 }
 
-/* How many busy clients may spin-wait: the configured number, or the CPUs gemmd may
- * run on less the threads of gemmd that poll, at least 1. */
-
 /* A client counts as busy from an entry until it has had nothing in flight for this long:
  * a model worker whose GEMMs come a few ms apart, between its other work, stays busy (and
  * the headers do not flip at every step); one that has paused no longer makes the others
@@ -727,6 +724,8 @@ static void client_unref(shm_client_t *c) {
 #define BUSY_WINDOW_NS 20000000ull
 enum { BUSY_SWEEP_MS = 5 };
 
+/* How many busy clients may spin-wait: the configured number, or the CPUs gemmd may
+ * run on less the threads of gemmd that poll, at least 1. */
 static unsigned spinning_clients(const gemmd_config_t *cfg) {
   if (cfg->shm_spinning_clients > 0) return (unsigned)cfg->shm_spinning_clients;
   const long cpus = gemmd_cpus_usable();
