@@ -1485,8 +1485,10 @@ static void *completer_main(void *arg) {
     if (s != NULL) {
       b->marks.seen_done = gemmd_now_ns();
       float ms = 0, gemm_ms = 0;
-      if (!err && !s->gemm_clocked) err = cudaEventElapsedTime(&ms, s->start, s->stop);
-      if (!err && !s->gemm_clocked) err = cudaEventElapsedTime(&gemm_ms, s->gemm_start, s->gemm_stop);
+      if (!err && !s->gemm_clocked) { /* a clocked batch reads its clock below instead */
+        err = cudaEventElapsedTime(&ms, s->start, s->stop);
+        if (!err) err = cudaEventElapsedTime(&gemm_ms, s->gemm_start, s->gemm_stop);
+      }
       if (err) {
         cuda_failed(e, err, "batch");
         fail_batch(e, b);
