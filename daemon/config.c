@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <regex.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,6 +195,27 @@ static const opt_t *find_option(const char *name) {
   return NULL;
 }
 
+/* An integer in decimal, with an optional power-of-ten exponent ("64e9", as --help writes
+ * FLOP counts). GEMMD_EINVAL for anything else or past the range of long long. */
+static int parse_int(const char *text, long long *out) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(text, &end, 10);
+  if (end == text || errno != 0) return GEMMD_EINVAL;
+  if (*end == 'e' || *end == 'E') {
+    const char *exp = end + 1;
+    if (*exp < '0' || *exp > '9') return GEMMD_EINVAL;
+    const long n = strtol(exp, &end, 10);
+    for (long i = 0; v != 0 && i < n; i++) {
+      if (v > LLONG_MAX / 10 || v < LLONG_MIN / 10) return GEMMD_EINVAL;
+      v *= 10;
+    }
+  }
+  if (*end != '\0') return GEMMD_EINVAL;
+  *out = v;
+  return GEMMD_OK;
+}
+
 int gemmd_config_parse_size(const char *text, uint64_t *out) {
   char *end;
   errno = 0;
@@ -256,11 +278,9 @@ static int set_option(gemmd_config_t *cfg, const opt_t *o, const char *value, ch
       return GEMMD_EINVAL;
     }
     case OPT_INT: {
-      char *end;
-      errno = 0;
-      const long long v = strtoll(value, &end, 10);
-      if (end == value || *end != '\0' || errno != 0) {
-        snprintf(err, errlen, "--%s: '%s' is not an integer", o->name, value);
+      long long v;
+      if (parse_int(value, &v) != GEMMD_OK) {
+        snprintf(err, errlen, "--%s: '%s' is not an integer (e.g. 200, -1, 64e9)", o->name, value);
         return GEMMD_EINVAL;
       }
       if (v < o->min || v > o->max) {

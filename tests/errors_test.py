@@ -162,7 +162,7 @@ class StatusCodes(unittest.TestCase):
 
     # The daemons of the tests that hold the engine with one long GEMM run it whole: split
     # into pieces (--split-flops), small requests would be served between them.
-    WHOLE = ("--split-flops", "1000000000000000")
+    WHOLE = ("--split-flops", "1e15")  # the exponent form --help uses
 
     def test_registration_streams_are_bounded(self):
         """--max-registrations streams may be past their first message at once; one more is

@@ -194,7 +194,11 @@ class Configuration(unittest.TestCase):
                                (["--queue-depth"], "--queue-depth needs a value"),
                                (["--grpc-poller", "select"], "--grpc-poller: 'select' is not one of auto|poll|epoll1"),
                                (["--loop-spin-us", "-1"], "--loop-spin-us: -1 is outside [0, 100000]"),
-                               (["--grpc-spin-us", "-2"], "--grpc-spin-us: -2 is outside [-1, 100000]")]:
+                               (["--grpc-spin-us", "-2"], "--grpc-spin-us: -2 is outside [-1, 100000]"),
+                               (["--max-m", "2e9"], "--max-m: 2000000000 is outside [1, 16777216]"),
+                               (["--split-flops", "64e99"], "--split-flops: '64e99' is not an integer"),
+                               (["--split-flops", "1.5e9"], "--split-flops: '1.5e9' is not an integer"),
+                               (["--queue-depth", "1e"], "--queue-depth: '1e' is not an integer")]:
             p = subprocess.run([gemmd] + args, capture_output=True, text=True, timeout=30)
             self.assertEqual(p.returncode, 2, args)
             self.assertIn(fragment, p.stderr)
