@@ -28,6 +28,10 @@ HOLD_US = 3000
 # the package 0.07 sleeping (its Python per call), 0.57 spinning.
 MAX_CPU_SHARE_C = 0.12
 MAX_CPU_SHARE_PACKAGE = 0.25
+# While crowded a client that ignores the header spins for every answer: a whole core (1.00,
+# measured with the check removed). Sleeping, gemmctl took 0.01, and 0.14 once while the rest
+# of `bazel test //...` shared the machine's two cores (2026-12-07).
+MAX_CPU_SHARE_CROWDED = 0.4
 
 
 def child_cpu_seconds():
@@ -117,7 +121,7 @@ class Crowded(unittest.TestCase):
                     stop.set()
                     t.join()
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertLess(share, MAX_CPU_SHARE_C, "gemmctl used %.2f of a core waiting while crowded:\n%s"
+        self.assertLess(share, MAX_CPU_SHARE_CROWDED, "gemmctl used %.2f of a core waiting while crowded:\n%s"
                         % (share, p.stdout))
 
 
