@@ -195,7 +195,7 @@ def healthz_waits(d, pause):
 class HeavyRegistration(unittest.TestCase):
     def test_registration_runs_off_the_loop(self):
         """A 16384x8192 BF16 weight registered over shm (256 MB to copy and quantize) while
-        /healthz is polled: no poll waits 250 ms or more."""
+        /healthz is polled: no poll waits half as long as the registration."""
         n, k = 16384, 8192
         with H.Gemmd() as d:
             data = bytes(range(256)) * (n * k * 2 // 256)
@@ -207,7 +207,10 @@ class HeavyRegistration(unittest.TestCase):
                 took = time.monotonic() - t
                 time.sleep(0.1)
             self.assertGreater(took, 0.25, "the registration was too quick to show anything (%.2f s)" % took)
-            self.assertLess(max(waits), 0.25, "/healthz waited %.2f s during a %.2f s registration"
+            # On the loop, the registration would hold a poll for nearly all of it (one lands
+            # within 10 ms of its start). A poll waited 0.38 s of a 1.81 s registration once
+            # on CI's 2 CPUs, the uv pool's quantizing threads and the loop sharing them.
+            self.assertLess(max(waits), 0.5 * took, "/healthz waited %.2f s during a %.2f s registration"
                             % (max(waits), took))
 
 
