@@ -10,6 +10,7 @@
 #include "client/lib/address.h"
 #include "client/lib/completion_queues.h"
 #include "client/lib/gemmclient.h"
+#include "client/lib/rpc.h"
 #include "client/lib/shm_client.h"
 
 #ifdef __cplusplus
@@ -33,6 +34,7 @@ struct gemmd_client_s {
   size_t n_ids, cap_ids;
   int64_t timeout_ms;
   gemmd_cq_pool_t cqs;
+  gemmd_rpc_wait_t wait;   /* how synchronous calls wait for their answers (rpc.h) */
   gemmd_async_loop_t async;
   gemmd_shm_client_t *shm; /* the shared-memory transport (NULL on gRPC) */
   int has_auth;            /* options.bearer_token given: auth_md goes with every call */

@@ -174,6 +174,7 @@ int gemmd_client_open(const char *address, const gemmd_client_options_t *opts, g
     c->has_auth = 1;
   }
   gemmd_cq_pool_init(&c->cqs);
+  gemmd_rpc_wait_init(&c->wait);
   pthread_mutex_init(&c->ids_mu, NULL);
   rc = open_transport(c, &addr, o, status);
   if (rc != 0) {
@@ -216,7 +217,7 @@ static int call_bytes(gemmd_client_t *c, size_t ep, const char *method, int64_t 
     return gemmd_status_set(status, GEMMD_STATUS_RESOURCE_EXHAUSTED,
                             "cannot create a completion queue");
   }
-  const int rc = gemmd_rpc_unary_sync(c->channels[ep], gemmd_client_auth(c), cq, method,
+  const int rc = gemmd_rpc_unary_sync(c->channels[ep], gemmd_client_auth(c), cq, &c->wait, method,
                                       gemmd_rpc_deadline(gemmd_client_timeout(c, timeout_ms)), req,
                                       len, resp, status);
   gemmd_cq_pool_put(&c->cqs, cq);

@@ -74,7 +74,10 @@ typedef struct gemmd_client_options_s {
  * has started gRPC, picks gRPC core's `poll` poller unless $GRPC_POLL_STRATEGY is set:
  * against its epoll1 default it answered a loopback GEMM at one worker in 188 µs instead of
  * 288, and 32 workers made 42.1k req/s instead of 33.2k (docs/bench/serving.md). A process
- * that sets $GRPC_POLL_STRATEGY, or starts gRPC itself first, keeps its own choice. */
+ * that sets $GRPC_POLL_STRATEGY, or starts gRPC itself first, keeps its own choice.
+ * A synchronous gRPC call polls for its answer for up to $GEMMD_GRPC_SPIN_US (default 200
+ * where the process may run on 8 CPUs or more, else 0) before it sleeps, while the client's
+ * answers have come within that on average (docs/bench/serving.md). */
 int gemmd_client_open(const char *address, const gemmd_client_options_t *opts, gemmd_client_t **out,
                       gemmd_status_t *status);
 /* Waits for the client's outstanding async calls (as gemmd_client_drain), then frees it.

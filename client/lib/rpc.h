@@ -5,6 +5,7 @@
 #define GEMMD_CLIENT_LIB_RPC_H_
 
 #include <grpc/grpc.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +27,20 @@ grpc_slice gemmd_rpc_read_all(grpc_byte_buffer *bb);
 /* A deadline timeout_ms from now (monotonic); infinite for timeout_ms <= 0. */
 gpr_timespec gemmd_rpc_deadline(int64_t timeout_ms);
 
+/* How a synchronous call waits for its answer: it polls gRPC's sockets (a completion-queue
+ * pluck with a deadline already past) for up to spin_ns before it sleeps, so that an answer
+ * that comes soon is not a thread wake-up away. avg_ns is a moving average of how long
+ * answers took: while it exceeds spin_ns a caller sleeps at once, because spinning for an
+ * answer that comes after the spin only takes a core from gemmd and the other clients. */
+typedef struct gemmd_rpc_wait_s {
+  uint64_t spin_ns; /* 0: never spin */
+  _Atomic uint64_t avg_ns;
+} gemmd_rpc_wait_t;
+
+/* $GEMMD_GRPC_SPIN_US when set; else 200 µs where this process may run on 8 CPUs or more,
+ * and 0 below (on 2 CPUs a spinning waiter takes the core that gemmd needs). */
+void gemmd_rpc_wait_init(gemmd_rpc_wait_t *w);
+
 /* One unary call in flight. Zero it before start. */
 typedef struct gemmd_rpc_unary_s {
   grpc_call *call;
@@ -46,9 +61,9 @@ int gemmd_rpc_unary_start(gemmd_rpc_unary_t *u, grpc_channel *ch, const grpc_met
  * *resp holds the response bytes (grpc_slice_unref it). Releases the call. */
 int gemmd_rpc_unary_finish(gemmd_rpc_unary_t *u, int ok, grpc_slice *resp, gemmd_status_t *status);
 
-/* start + wait on a pluck queue + finish. */
+/* start + wait on a pluck queue (as `wait` says; NULL: sleep at once) + finish. */
 int gemmd_rpc_unary_sync(grpc_channel *ch, const grpc_metadata *auth, grpc_completion_queue *cq,
-                         const char *method,
+                         gemmd_rpc_wait_t *wait, const char *method,
                          gpr_timespec deadline, uint8_t *req, size_t len, grpc_slice *resp,
                          gemmd_status_t *status);
 
