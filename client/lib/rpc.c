@@ -136,7 +136,7 @@ static int pluck(grpc_completion_queue *cq, void *tag) {
   return ev.type == GRPC_OP_COMPLETE && ev.success;
 }
 
-enum { SPIN_AUTO_US = 200, SPIN_MIN_CPUS = 8 };
+enum { SPIN_AUTO_US = 200, SPIN_MIN_CPUS = 8, SPIN_MAX_US = 1000000 };
 
 static uint64_t mono_ns(void) {
   struct timespec ts;
@@ -154,6 +154,7 @@ void gemmd_rpc_wait_init(gemmd_rpc_wait_t *w) {
     const long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
     us = cpus >= SPIN_MIN_CPUS ? SPIN_AUTO_US : 0;
   }
+  if (us > SPIN_MAX_US) us = SPIN_MAX_US;
   w->spin_ns = us > 0 ? (uint64_t)us * 1000u : 0;
   atomic_init(&w->avg_ns, 0);
 }

@@ -37,8 +37,8 @@ typedef struct gemmd_rpc_wait_s {
   _Atomic uint64_t avg_ns;
 } gemmd_rpc_wait_t;
 
-/* $GEMMD_GRPC_SPIN_US when set; else 200 µs where this process may run on 8 CPUs or more,
- * and 0 below (on 2 CPUs a spinning waiter takes the core that gemmd needs). */
+/* $GEMMD_GRPC_SPIN_US when set (at most 1 s); else 200 µs where this process may run on 8
+ * CPUs or more, and 0 below (on 2 CPUs a spinning waiter takes the core that gemmd needs). */
 void gemmd_rpc_wait_init(gemmd_rpc_wait_t *w);
 
 /* One unary call in flight. Zero it before start. */
