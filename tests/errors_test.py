@@ -241,12 +241,14 @@ class StatusCodes(unittest.TestCase):
             self.assertEqual(info.name, "third")
 
     def _occupy_engine(self, d, stub, seconds_hint=1.0):
-        """Starts a long GEMM (about a second or more on the CPU backend); returns its future."""
+        """Starts a long GEMM (2048×4096×4096: about a second on the CPU backend of the 2-CPU
+        build machine alone; 6144 rows once took over a minute while connect_churn_test's
+        clients shared those CPUs, past the small requests' 60 s wait); returns its future."""
         pb = self.pb
         n, k = 4096, 4096
         w = H.make_matrix(pb, self.rng, n, k, H.DT_E4M3, H.SL_NONE)
         stub.RegisterWeight(iter([pb.RegisterWeightRequest(name="long", weight=w)]))
-        a = H.make_matrix(pb, self.rng, 6144, k, H.DT_E4M3, H.SL_NONE)
+        a = H.make_matrix(pb, self.rng, 2048, k, H.DT_E4M3, H.SL_NONE)
         fut = stub.Gemm.future(pb.GemmRequest(a=a, weight_name="long"))
         time.sleep(0.3)  # let it reach the engine
         return fut
@@ -258,7 +260,7 @@ class StatusCodes(unittest.TestCase):
                 return float(line.split()[-1])
         return 0.0
 
-    @unittest.skipIf(H.BACKEND == "cuda", "holds the engine with a 4096-row GEMM that takes the CPU "
+    @unittest.skipIf(H.BACKEND == "cuda", "holds the engine with a 2048-row GEMM that takes the CPU "
                      "seconds; the GPU is done in microseconds (queue and deadline logic is the "
                      "loop's, engine-independent, and runs on the CPU backend)")
     def test_queue_full_and_per_connection_limit(self):
@@ -285,7 +287,7 @@ class StatusCodes(unittest.TestCase):
             fut.result(timeout=120)
             # Another connection is not held to the first one's limit.
             other = d.stub()
-            fut = other.Gemm.future(pb.GemmRequest(a=H.make_matrix(pb, self.rng, 4096, 4096, 1, 0),
+            fut = other.Gemm.future(pb.GemmRequest(a=H.make_matrix(pb, self.rng, 2048, 4096, 1, 0),
                                                    weight_name="long"))
             time.sleep(0.3)
             stream_reqs = [pb.GemmRequest(request_id=i, a=a, b=b) for i in range(6)]
@@ -296,7 +298,7 @@ class StatusCodes(unittest.TestCase):
             fut.result(timeout=120)
             self.still_serves(stub)
 
-    @unittest.skipIf(H.BACKEND == "cuda", "holds the engine with a 4096-row GEMM that takes the CPU "
+    @unittest.skipIf(H.BACKEND == "cuda", "holds the engine with a 2048-row GEMM that takes the CPU "
                      "seconds; the GPU is done in microseconds (queue and deadline logic is the "
                      "loop's, engine-independent, and runs on the CPU backend)")
     def test_deadline_exceeded_before_dispatch_spends_no_compute(self):
