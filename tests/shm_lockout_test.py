@@ -15,7 +15,6 @@ import sys
 import threading
 import time
 import unittest
-import urllib.request
 
 import harness as H
 

@@ -8,9 +8,9 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "client/lib/client_impl.h"
 #include "client/lib/status.h"
 
 gpr_timespec gemmd_rpc_deadline(int64_t timeout_ms) {
@@ -138,12 +138,6 @@ static int pluck(grpc_completion_queue *cq, void *tag) {
 
 enum { SPIN_AUTO_US = 200, SPIN_MIN_CPUS = 8, SPIN_MAX_US = 1000000 };
 
-static uint64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void gemmd_rpc_wait_init(gemmd_rpc_wait_t *w) {
   const char *env = getenv("GEMMD_GRPC_SPIN_US");
   long us;
@@ -162,19 +156,19 @@ void gemmd_rpc_wait_init(gemmd_rpc_wait_t *w) {
 /* pluck, polling first as `w` says; the wait goes into w's average. */
 static int pluck_waiting(grpc_completion_queue *cq, void *tag, gemmd_rpc_wait_t *w) {
   if (w == NULL) return pluck(cq, tag);
-  const uint64_t start = mono_ns();
+  const uint64_t start = gemmd_client_now_ns();
   grpc_event ev = {.type = GRPC_QUEUE_TIMEOUT};
   if (w->spin_ns > 0 && atomic_load_explicit(&w->avg_ns, memory_order_relaxed) <= w->spin_ns) {
     const gpr_timespec past = gpr_inf_past(GPR_CLOCK_MONOTONIC);
     do {
       ev = grpc_completion_queue_pluck(cq, tag, past, NULL);
-    } while (ev.type == GRPC_QUEUE_TIMEOUT && mono_ns() - start < w->spin_ns);
+    } while (ev.type == GRPC_QUEUE_TIMEOUT && gemmd_client_now_ns() - start < w->spin_ns);
   }
   if (ev.type == GRPC_QUEUE_TIMEOUT) {
     ev = grpc_completion_queue_pluck(cq, tag, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
   }
   /* An average over about the last 8 answers; concurrent callers may lose an update. */
-  const int64_t took = (int64_t)(mono_ns() - start);
+  const int64_t took = (int64_t)(gemmd_client_now_ns() - start);
   const int64_t avg = (int64_t)atomic_load_explicit(&w->avg_ns, memory_order_relaxed);
   atomic_store_explicit(&w->avg_ns, (uint64_t)(avg + (took - avg) / 8), memory_order_relaxed);
   return ev.type == GRPC_OP_COMPLETE && ev.success;
