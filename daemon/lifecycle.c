@@ -243,7 +243,7 @@ static int engine_quantize_weight(void *ctx, const gemmd_operand_t *src, uint8_t
 int gemmd_run(const gemmd_config_t *cfg) {
   gemmd_server_t *srv = calloc(1, sizeof *srv);
   if (srv == NULL) return 1;
-  gemmd_rpc_choose_poller(cfg); /* setenv: before gemmd has any other thread */
+  gemmd_rpc_process_setup(cfg); /* setenv: before gemmd has any other thread */
   gemmd_server_init(srv, cfg);
   srv->weight_dir_lock = -1;
   srv->on_quiet = maybe_stop;

@@ -15,6 +15,7 @@
 #include "daemon/log.h"
 #include "daemon/rpc_internal.h"
 #include "kernels/errors.h"
+#include "third_party/system/absl_deadlock_detection.h"
 
 static const struct {
   const char *path;
@@ -368,7 +369,8 @@ static void on_shutdown_tag(rpc_tag_t *tag, int ok) {
   maybe_finish_shutdown(rpc);
 }
 
-void gemmd_rpc_choose_poller(const gemmd_config_t *cfg) {
+void gemmd_rpc_process_setup(const gemmd_config_t *cfg) {
+  gemmd_absl_deadlock_detection_off();
   if (strcmp(cfg->grpc_poller, "auto") != 0) {
     setenv("GRPC_POLL_STRATEGY", cfg->grpc_poller, 1);
   } else if (getenv("GRPC_POLL_STRATEGY") == NULL) {

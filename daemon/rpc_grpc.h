@@ -12,12 +12,15 @@
 
 #include "daemon/server.h"
 
+/* Before gemmd starts any thread (setenv): sets $GRPC_POLL_STRATEGY from --grpc-poller
+ * (auto: keep it when set, else "poll"), which gRPC core reads at its first grpc_init, and
+ * switches off Abseil's lock-order tracking of gRPC's mutexes, which cost the
+ * completion-queue threads about a quarter of their time at 32 workers
+ * (third_party/system/absl_deadlock_detection.h). */
+void gemmd_rpc_process_setup(const gemmd_config_t *cfg);
+
 /* Binds --grpc-listen, starts the threads. *port is the bound port.
  * Returns 0, or GEMMD_EIO / GEMMD_EINVAL with err set. Loop thread. */
-/* Sets $GRPC_POLL_STRATEGY from --grpc-poller (auto: keep it when set, else "poll"), which
- * gRPC core reads at its first grpc_init. Call before gemmd starts any thread (setenv). */
-void gemmd_rpc_choose_poller(const gemmd_config_t *cfg);
-
 int gemmd_rpc_start(gemmd_server_t *srv, gemmd_rpc_t **out, int *port, char *err, size_t errlen);
 
 /* Loop thread, every tick: re-reads --grpc-token-file when it changed. */

@@ -18,6 +18,7 @@
 #include "client/lib/wire.h"
 #include "gemmd/v1/gemm.pb-c.h"
 #include "grpc/health/v1/health.pb-c.h"
+#include "third_party/system/absl_deadlock_detection.h"
 
 #define DEFAULT_MAX_MESSAGE_BYTES ((uint64_t)1 << 30)
 
@@ -133,11 +134,14 @@ static int open_transport(gemmd_client_t *c, const gemmd_address_t *addr,
   return gemmd_status_set(status, GEMMD_STATUS_INTERNAL, "unknown transport");
 }
 
-/* Before gRPC reads its configuration (the process's first grpc_init), and only then:
- * $GRPC_POLL_STRATEGY defaults to poll (gemmclient.h says why). Once per process. */
-static pthread_once_t poller_once = PTHREAD_ONCE_INIT;
+/* Once per process, before the client's first grpc_init: gRPC's mutexes skip Debian's
+ * debug-build lock-order tracking (third_party/system/absl_deadlock_detection.h); and, if gRPC
+ * has not read its configuration yet, $GRPC_POLL_STRATEGY defaults to poll (gemmclient.h
+ * says why). */
+static pthread_once_t grpc_setup_once = PTHREAD_ONCE_INIT;
 
-static void default_poller(void) {
+static void grpc_setup(void) {
+  gemmd_absl_deadlock_detection_off();
   if (!grpc_is_initialized()) setenv("GRPC_POLL_STRATEGY", "poll", 0); /* 0: a value set stays */
 }
 
@@ -157,7 +161,7 @@ int gemmd_client_open(const char *address, const gemmd_client_options_t *opts, g
   if (c == NULL) {
     return gemmd_status_set(status, GEMMD_STATUS_RESOURCE_EXHAUSTED, "out of memory");
   }
-  pthread_once(&poller_once, default_poller);
+  pthread_once(&grpc_setup_once, grpc_setup);
   grpc_init();
   c->transport = addr.transport;
   c->timeout_ms = o->timeout_ms;

@@ -75,6 +75,8 @@ typedef struct gemmd_client_options_s {
  * against its epoll1 default it answered a loopback GEMM at one worker in 188 µs instead of
  * 288, and 32 workers made 42.1k req/s instead of 33.2k (docs/bench/serving.md). A process
  * that sets $GRPC_POLL_STRATEGY, or starts gRPC itself first, keeps its own choice.
+ * It also switches off Abseil's lock-order tracking of mutexes for the whole process
+ * (Debian's Abseil is built with it on; docs/api.md §5 says what it costs).
  * A synchronous gRPC call polls for its answer for up to $GEMMD_GRPC_SPIN_US (default 200
  * where the process may run on 8 CPUs or more, else 0) before it sleeps, while the client's
  * answers have come within that on average (docs/bench/serving.md). */

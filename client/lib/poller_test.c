@@ -1,7 +1,10 @@
-/* The first client of a process picks gRPC core's poll poller, unless the process chose
- * one ($GRPC_POLL_STRATEGY) or started gRPC itself first. Each case runs in a child of its
- * own, since gRPC reads its configuration once per process. */
+/* The first client of a process sets gRPC up: it picks gRPC core's poll poller, unless the
+ * process chose one ($GRPC_POLL_STRATEGY) or started gRPC itself first, and it switches off
+ * Abseil's lock-order tracking of gRPC's mutexes (Debian's build aborts on a lock-order
+ * inversion; daemon/rpc_setup_test.c shows that it does without the switch). Each case runs
+ * in a child of its own, since both are settings of the whole process. */
 #include <grpc/grpc.h>
+#include <grpc/support/sync.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -44,6 +47,25 @@ static void grpc_started_by_caller(void) {
   grpc_shutdown();
 }
 
+/* Two gRPC mutexes taken in one order, then in the other: harmless on one thread, and a
+ * cycle in the lock-order graph that the tracking aborts on. */
+static void lock_order_untracked(void) {
+  open_one();
+  gpr_mu a, b;
+  gpr_mu_init(&a);
+  gpr_mu_init(&b);
+  gpr_mu_lock(&a);
+  gpr_mu_lock(&b);
+  gpr_mu_unlock(&b);
+  gpr_mu_unlock(&a);
+  gpr_mu_lock(&b);
+  gpr_mu_lock(&a);
+  gpr_mu_unlock(&a);
+  gpr_mu_unlock(&b);
+  gpr_mu_destroy(&a);
+  gpr_mu_destroy(&b);
+}
+
 static void in_child(const char *name, void (*body)(void)) {
   const pid_t pid = fork();
   CHECK(pid >= 0, "fork");
@@ -60,6 +82,7 @@ int main(void) {
   in_child("unset", unset_by_caller);
   in_child("set", set_by_caller);
   in_child("grpc started", grpc_started_by_caller);
+  in_child("lock order untracked", lock_order_untracked);
   printf("poller_test: ok\n");
   return 0;
 }
