@@ -2,7 +2,6 @@
  * lock-order tracking (Debian's build aborts the process on a lock-order inversion, and pays
  * for the tracking on every lock). Each case runs in a child of its own, since both are
  * settings of the whole process. */
-#include <grpc/support/sync.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,24 +12,7 @@
 #include "daemon/config.h"
 #include "daemon/rpc_grpc.h"
 #include "daemon/test_check.h"
-
-/* Takes two gRPC mutexes in one order, then in the other: no deadlock (one thread), but a
- * cycle in the lock-order graph that Abseil's tracking aborts on. */
-static void invert_lock_order(void) {
-  gpr_mu a, b;
-  gpr_mu_init(&a);
-  gpr_mu_init(&b);
-  gpr_mu_lock(&a);
-  gpr_mu_lock(&b);
-  gpr_mu_unlock(&b);
-  gpr_mu_unlock(&a);
-  gpr_mu_lock(&b);
-  gpr_mu_lock(&a);
-  gpr_mu_unlock(&a);
-  gpr_mu_unlock(&b);
-  gpr_mu_destroy(&a);
-  gpr_mu_destroy(&b);
-}
+#include "third_party/system/absl_deadlock_detection_testing.h"
 
 static void setup_with(const char *poller) {
   gemmd_config_t cfg;
@@ -55,11 +37,11 @@ static int in_child(void (*body)(void)) {
 
 static int exited_ok(int status) { return status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0; }
 
-static void tracked(void) { invert_lock_order(); }
+static void tracked(void) { gemmd_invert_grpc_lock_order(); }
 
 static void untracked(void) {
   setup_with(NULL);
-  invert_lock_order();
+  gemmd_invert_grpc_lock_order();
 }
 
 static void poller_auto_unset(void) {

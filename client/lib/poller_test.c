@@ -4,7 +4,6 @@
  * inversion; daemon/rpc_setup_test.c shows that it does without the switch). Each case runs
  * in a child of its own, since both are settings of the whole process. */
 #include <grpc/grpc.h>
-#include <grpc/support/sync.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -12,6 +11,7 @@
 
 #include "client/lib/gemmclient.h"
 #include "client/testing/testing.h"
+#include "third_party/system/absl_deadlock_detection_testing.h"
 
 /* Opens (and closes) a gRPC client; a channel connects lazily, so no server is needed. */
 static void open_one(void) {
@@ -47,23 +47,9 @@ static void grpc_started_by_caller(void) {
   grpc_shutdown();
 }
 
-/* Two gRPC mutexes taken in one order, then in the other: harmless on one thread, and a
- * cycle in the lock-order graph that the tracking aborts on. */
 static void lock_order_untracked(void) {
   open_one();
-  gpr_mu a, b;
-  gpr_mu_init(&a);
-  gpr_mu_init(&b);
-  gpr_mu_lock(&a);
-  gpr_mu_lock(&b);
-  gpr_mu_unlock(&b);
-  gpr_mu_unlock(&a);
-  gpr_mu_lock(&b);
-  gpr_mu_lock(&a);
-  gpr_mu_unlock(&a);
-  gpr_mu_unlock(&b);
-  gpr_mu_destroy(&a);
-  gpr_mu_destroy(&b);
+  gemmd_invert_grpc_lock_order();
 }
 
 static void in_child(const char *name, void (*body)(void)) {
