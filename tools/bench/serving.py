@@ -14,7 +14,7 @@ copies); with --torch-device, the same two with the requests already on the GPU.
     python3 tools/bench/serving.py [--backend cpu|cuda] [--shape 8x4096x4096]
         [--weights 64] [--workers 1,8,16,32,64] [--clients c-shm,py-shm,c-grpc,py-grpc]
         [--seconds 3] [--torch] [--torch-device] [--gemmd-args "..."] [--churn C:W:N]
-        [--mix DC:DW:PC:PW:MxNxK] [--profile] [--json FILE]
+        [--mix DC:DW:PC:PW:MxNxK] [--profile] [--perf] [--json FILE]
 
 Each row: req/s, weight GB/s (the weight bytes the requests name, per second), round-trip
 p50/p99, HELLO/connect p50/p99, requests per batch, and per batch the stages of
@@ -23,8 +23,10 @@ gemmd_batch_stage_seconds_total (µs) and the GEMM kernels' share
 Every worker connects and warms up before the window, which starts only when all of them
 have said they are ready (a torch worker takes seconds to start); the window is the same for
 all. Before each row's table line: the machine's busy cores and gemmd's threads, and the
-workers' own CPU over the window (cores, and µs of CPU a request). Binaries come from
-$GEMMD_BIN_DIR (the GPU bundle) or bazel-bin/.
+workers' own CPU over the window (cores, and µs of CPU a request); with --perf, where every
+CPU's time went over the window (perf's cpu-clock samples by thread name, library and
+symbol: gRPC core in the clients, gemmd's completion-queue threads, the kernel...).
+Binaries come from $GEMMD_BIN_DIR (the GPU bundle) or bazel-bin/.
 
     python3 tools/bench/serving.py worker ADDRESS M K IDS START_AT SECONDS
 
@@ -37,8 +39,10 @@ import json
 import os
 import re
 import select
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
@@ -420,6 +424,39 @@ def add_metrics(row, m0, m1, seconds, cpu_cores):
     return row
 
 
+# --perf: the perf binary to sample the machine with during each window ($GEMMD_PERF, else
+# perf on the PATH; tools/gpu/perf_bundle.sh carries one to the GPU machine), or None.
+PERF = None
+
+
+def perf_start(path, seconds):
+    """perf sampling every CPU of the machine (cpu-clock, which needs no hardware counters)
+    for `seconds`, into a file of its own; (process, file)."""
+    out = tempfile.mktemp(prefix="serving-perf-", suffix=".data")
+    p = subprocess.Popen([PERF, "record", "-a", "-e", "cpu-clock", "-F", "999", "-o", out, "--",
+                          "sleep", "%.3f" % seconds], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return p, out
+
+
+def perf_report(started):
+    """Prints the window's samples by thread name, then by thread name and library, then the
+    hottest symbols; each line's share is of all the machine's CPUs."""
+    p, out = started
+    _, err = p.communicate()
+    if p.returncode != 0 or not os.path.exists(out):
+        why = err.strip().splitlines()[-1] if err.strip() else "no output"
+        print("# perf: record failed: %s" % why, flush=True)
+        return
+    for sort, limit, lines in (("comm", "0.5", 20), ("comm,dso", "0.4", 40), ("comm,dso,sym", "0.2", 60)):
+        rep = subprocess.run([PERF, "report", "-i", out, "--stdio", "--sort", sort, "--percent-limit", limit],
+                             capture_output=True, text=True)
+        body = [ln.rstrip()[:170] for ln in rep.stdout.splitlines() if ln.strip() and not ln.startswith("#")]
+        print("# perf by %s (%% of every CPU's time over the window)" % sort, flush=True)
+        for ln in body[:lines]:
+            print("#   " + ln.strip(), flush=True)
+    os.unlink(out)
+
+
 def run_groups(g, groups, seconds, churn=0):
     """Rows for worker groups [(kind, workers, shape, ids)] run through the same window;
     with churn, that many more shared-memory clients connect and disconnect meanwhile.
@@ -436,6 +473,7 @@ def run_groups(g, groups, seconds, churn=0):
     m0, cpu0, t0 = metrics(g.metrics_port), process_cpu_seconds(g.proc.pid), time.monotonic()
     th0, mc0 = thread_cpu_seconds(g.proc.pid), machine_cpu_seconds()
     cl0 = [processes_cpu_seconds(ps) for ps in procs]
+    perf = perf_start(PERF, max(0.1, start_at + seconds - time.time())) if PERF else None
     time.sleep(max(0.0, start_at + seconds - time.time()))
     m1, cpu1, t1 = metrics(g.metrics_port), process_cpu_seconds(g.proc.pid), time.monotonic()
     th1, mc1 = thread_cpu_seconds(g.proc.pid), machine_cpu_seconds()
@@ -445,6 +483,8 @@ def run_groups(g, groups, seconds, churn=0):
     print("# CPU cores: machine busy %.2f of %d; gemmd's threads: %s" % (
         machine_busy, os.cpu_count(), ", ".join("%s %.2f" % kv for kv in sorted(threads.items(), key=lambda kv: -kv[1]))),
         flush=True)
+    if perf:
+        perf_report(perf)
     rows = []
     for (kind, w, shape, _), ps, c0, c1 in zip(groups, procs, cl0, cl1):
         row = group_row(kind + (" +churn %d" % churn if churn else ""), w, shape, seconds, collect(ps))
@@ -671,8 +711,16 @@ def main():
                          "decode workers alone, and both at once, e.g. c-shm:16:py-shm:2:4096x7168x16384")
     ap.add_argument("--profile", action="store_true",
                     help="the Python workers run their window under cProfile; the first one's top functions are printed")
+    ap.add_argument("--perf", action="store_true",
+                    help="sample every CPU of the machine with perf (cpu-clock) during each window and print "
+                         "the shares by thread, library and symbol; perf from $GEMMD_PERF or the PATH")
     ap.add_argument("--json", default=None)
     o = ap.parse_args()
+    if o.perf:
+        global PERF
+        PERF = os.environ.get("GEMMD_PERF") or shutil.which("perf")
+        if PERF is None:
+            ap.error("--perf: no perf binary (set GEMMD_PERF, or install perf)")
     if o.profile:
         os.environ["GEMMD_BENCH_PROFILE"] = "1"
     import harness

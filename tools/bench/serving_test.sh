@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # serving.py on the CPU backend, small and short: every C client kind (the arena, a memfd
 # region, gRPC), the Python shm client and the gemmd package serve requests with no error;
-# then the mixed mode (decode workers beside a prefill one) prints its summary.
+# then the mixed mode (decode workers beside a prefill one) prints its summary; and --perf
+# profiles a window where perf can.
 set -euo pipefail
 out="${TEST_TMPDIR:-$(mktemp -d)}/serving.json"
 /usr/bin/python3 tools/bench/serving.py --backend cpu --workers 2 --weights 4 --seconds 0.5 \
@@ -17,3 +18,14 @@ print("ok: %s" % ", ".join("%s %.0f req/s" % (r["client"], r["req_s"]) for r in 
 PY
 /usr/bin/python3 tools/bench/serving.py --backend cpu --clients , --workers 2 --weights 4 --seconds 0.3 \
   --mix c-shm:2:py-shm:1:64x256x256 | grep -E '^mixed: decode req/s [0-9.]+x alone'
+# --perf, where this machine has a perf that may sample every CPU (linux-perf is not among
+# what deploy/bootstrap.sh installs): the window's samples name gemmd's gRPC threads.
+if command -v perf >/dev/null && perf record -a -e cpu-clock -o "${TEST_TMPDIR:-/tmp}/probe.data" -- true >/dev/null 2>&1; then
+  /usr/bin/python3 tools/bench/serving.py --backend cpu --clients c-grpc --workers 2 --weights 4 --seconds 0.5 \
+    --perf >"${TEST_TMPDIR:-/tmp}/perf.txt"
+  grep -q '^# perf by comm,dso,sym' "${TEST_TMPDIR:-/tmp}/perf.txt"
+  grep -qE '^#   [0-9.]+%  gemmd-grpc-cq' "${TEST_TMPDIR:-/tmp}/perf.txt"
+  echo "ok: --perf"
+else
+  echo "--perf not checked: no perf here that may sample every CPU"
+fi
