@@ -431,24 +431,26 @@ PERF = None
 
 def perf_start(path, seconds):
     """perf sampling every CPU of the machine (cpu-clock, which needs no hardware counters)
-    for `seconds`, into a file of its own; (process, file)."""
-    out = tempfile.mktemp(prefix="serving-perf-", suffix=".data")
-    p = subprocess.Popen([PERF, "record", "-a", "-e", "cpu-clock", "-F", "999", "-o", out, "--",
+    for `seconds`, into a file of its own; (perf, process, file)."""
+    fd, out = tempfile.mkstemp(prefix="serving-perf-", suffix=".data")
+    os.close(fd)
+    p = subprocess.Popen([path, "record", "-a", "-e", "cpu-clock", "-F", "999", "-o", out, "--",
                           "sleep", "%.3f" % seconds], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    return p, out
+    return path, p, out
 
 
 def perf_report(started):
     """Prints the window's samples by thread name, then by thread name and library, then the
     hottest symbols; each line's share is of all the machine's CPUs."""
-    p, out = started
+    path, p, out = started
     _, err = p.communicate()
-    if p.returncode != 0 or not os.path.exists(out):
-        why = err.strip().splitlines()[-1] if err.strip() else "no output"
+    if p.returncode != 0:
+        why = err.strip().splitlines()[-1] if err.strip() else "exit status %d" % p.returncode
         print("# perf: record failed: %s" % why, flush=True)
+        os.unlink(out)
         return
     for sort, limit, lines in (("comm", "0.5", 20), ("comm,dso", "0.4", 40), ("comm,dso,sym", "0.2", 60)):
-        rep = subprocess.run([PERF, "report", "-i", out, "--stdio", "--sort", sort, "--percent-limit", limit],
+        rep = subprocess.run([path, "report", "-i", out, "--stdio", "--sort", sort, "--percent-limit", limit],
                              capture_output=True, text=True)
         body = [ln.rstrip()[:170] for ln in rep.stdout.splitlines() if ln.strip() and not ln.startswith("#")]
         print("# perf by %s (%% of every CPU's time over the window)" % sort, flush=True)
