@@ -240,7 +240,7 @@ class StatusCodes(unittest.TestCase):
                 name="third", weight=pb.Matrix(rows=n, cols=k, dtype=pb.DTYPE_FP8_E4M3, data=bytes(n * k)))]))
             self.assertEqual(info.name, "third")
 
-    def _occupy_engine(self, d, stub, seconds_hint=1.0):
+    def _occupy_engine(self, d, stub):
         """Starts a long GEMM (2048×4096×4096: about a second on the CPU backend of the 2-CPU
         build machine alone; 6144 rows once took over a minute while connect_churn_test's
         clients shared those CPUs, past the small requests' 60 s wait); returns its future."""

@@ -155,7 +155,6 @@ void gemmd_rpc_wait_init(gemmd_rpc_wait_t *w) {
 
 /* pluck, polling first as `w` says; the wait goes into w's average. */
 static int pluck_waiting(grpc_completion_queue *cq, void *tag, gemmd_rpc_wait_t *w) {
-  if (w == NULL) return pluck(cq, tag);
   const uint64_t start = gemmd_client_now_ns();
   grpc_event ev = {.type = GRPC_QUEUE_TIMEOUT};
   if (w->spin_ns > 0 && atomic_load_explicit(&w->avg_ns, memory_order_relaxed) <= w->spin_ns) {

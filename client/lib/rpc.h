@@ -61,7 +61,7 @@ int gemmd_rpc_unary_start(gemmd_rpc_unary_t *u, grpc_channel *ch, const grpc_met
  * *resp holds the response bytes (grpc_slice_unref it). Releases the call. */
 int gemmd_rpc_unary_finish(gemmd_rpc_unary_t *u, int ok, grpc_slice *resp, gemmd_status_t *status);
 
-/* start + wait on a pluck queue (as `wait` says; NULL: sleep at once) + finish. */
+/* start + wait on a pluck queue (as `wait` says) + finish. */
 int gemmd_rpc_unary_sync(grpc_channel *ch, const grpc_metadata *auth, grpc_completion_queue *cq,
                          gemmd_rpc_wait_t *wait, const char *method,
                          gpr_timespec deadline, uint8_t *req, size_t len, grpc_slice *resp,

@@ -4,7 +4,8 @@
 # then the mixed mode (decode workers beside a prefill one) prints its summary; and --perf
 # profiles a window where perf can.
 set -euo pipefail
-out="${TEST_TMPDIR:-$(mktemp -d)}/serving.json"
+dir="${TEST_TMPDIR:-$(mktemp -d)}"
+out="$dir/serving.json"
 /usr/bin/python3 tools/bench/serving.py --backend cpu --workers 2 --weights 4 --seconds 0.5 \
   --clients c-shm,c-mem,c-grpc,py-shm,pkg-shm --json "$out"
 /usr/bin/python3 - "$out" <<'PY'
@@ -20,11 +21,11 @@ PY
   --mix c-shm:2:py-shm:1:64x256x256 | grep -E '^mixed: decode req/s [0-9.]+x alone'
 # --perf, where this machine has a perf that may sample every CPU (linux-perf is not among
 # what deploy/bootstrap.sh installs): the window's samples name gemmd's gRPC threads.
-if command -v perf >/dev/null && perf record -a -e cpu-clock -o "${TEST_TMPDIR:-/tmp}/probe.data" -- true >/dev/null 2>&1; then
+if command -v perf >/dev/null && perf record -a -e cpu-clock -o "$dir/probe.data" -- true >/dev/null 2>&1; then
   /usr/bin/python3 tools/bench/serving.py --backend cpu --clients c-grpc --workers 2 --weights 4 --seconds 0.5 \
-    --perf >"${TEST_TMPDIR:-/tmp}/perf.txt"
-  grep -q '^# perf by comm,dso,sym' "${TEST_TMPDIR:-/tmp}/perf.txt"
-  grep -qE '^#   [0-9.]+%  gemmd-grpc-cq' "${TEST_TMPDIR:-/tmp}/perf.txt"
+    --perf >"$dir/perf.txt"
+  grep -q '^# perf by comm,dso,sym' "$dir/perf.txt"
+  grep -qE '^#   [0-9.]+%  gemmd-grpc-cq' "$dir/perf.txt"
   echo "ok: --perf"
 else
   echo "--perf not checked: no perf here that may sample every CPU"
