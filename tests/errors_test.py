@@ -241,16 +241,30 @@ class StatusCodes(unittest.TestCase):
             self.assertEqual(info.name, "third")
 
     def _occupy_engine(self, d, stub):
-        """Starts a long GEMM (2048×4096×4096: about a second on the CPU backend of the 2-CPU
-        build machine alone; 6144 rows once took over a minute while connect_churn_test's
-        clients shared those CPUs, past the small requests' 60 s wait); returns its future."""
+        """Starts a long GEMM and returns its future once it runs on the engine. Its rows are
+        sized from a short GEMM of the same weight first, for about 3 s of this machine's
+        CPU backend: a fixed size took 1 s on one build machine and 0.3 s on another, less
+        than the tests' own waits, and a size far larger once took over a minute while
+        connect_churn_test's clients shared the CPUs."""
         pb = self.pb
-        n, k = 4096, 4096
+        n, k, probe = 4096, 8192, 128
         w = H.make_matrix(pb, self.rng, n, k, H.DT_E4M3, H.SL_NONE)
         stub.RegisterWeight(iter([pb.RegisterWeightRequest(name="long", weight=w)]))
-        a = H.make_matrix(pb, self.rng, 2048, k, H.DT_E4M3, H.SL_NONE)
-        fut = stub.Gemm.future(pb.GemmRequest(a=a, weight_name="long"))
-        time.sleep(0.3)  # let it reach the engine
+        a = H.make_matrix(pb, self.rng, probe, k, H.DT_E4M3, H.SL_NONE)
+        t0 = time.time()
+        stub.Gemm(pb.GemmRequest(a=a, weight_name="long"))
+        per_row = (time.time() - t0) / probe
+        rows = int(min(8192, max(512, 3.0 / per_row))) // 128 * 128
+        self.long_a = H.make_matrix(pb, self.rng, rows, k, H.DT_E4M3, H.SL_NONE)
+        return self._start_long(d, stub)
+
+    def _start_long(self, d, stub):
+        """The long GEMM of _occupy_engine again, on any connection; its future once it runs."""
+        fut = stub.Gemm.future(self.pb.GemmRequest(a=self.long_a, weight_name="long"))
+        deadline = time.time() + 60
+        while time.time() < deadline and not (self._metric(d, "gemmd_inflight_requests") >= 1
+                                              and self._metric(d, "gemmd_queue_depth") == 0):
+            time.sleep(0.01)
         return fut
 
     def _metric(self, d, name_and_labels):
@@ -260,7 +274,7 @@ class StatusCodes(unittest.TestCase):
                 return float(line.split()[-1])
         return 0.0
 
-    @unittest.skipIf(H.BACKEND == "cuda", "holds the engine with a 2048-row GEMM that takes the CPU "
+    @unittest.skipIf(H.BACKEND == "cuda", "holds the engine with a GEMM that takes the CPU "
                      "seconds; the GPU is done in microseconds (queue and deadline logic is the "
                      "loop's, engine-independent, and runs on the CPU backend)")
     def test_queue_full_and_per_connection_limit(self):
@@ -287,9 +301,7 @@ class StatusCodes(unittest.TestCase):
             fut.result(timeout=120)
             # Another connection is not held to the first one's limit.
             other = d.stub()
-            fut = other.Gemm.future(pb.GemmRequest(a=H.make_matrix(pb, self.rng, 2048, 4096, 1, 0),
-                                                   weight_name="long"))
-            time.sleep(0.3)
+            fut = self._start_long(d, other)
             stream_reqs = [pb.GemmRequest(request_id=i, a=a, b=b) for i in range(6)]
             resps = list(stub.GemmStream(iter(stream_reqs)))
             self.assertEqual(len(resps), 6)
@@ -298,7 +310,7 @@ class StatusCodes(unittest.TestCase):
             fut.result(timeout=120)
             self.still_serves(stub)
 
-    @unittest.skipIf(H.BACKEND == "cuda", "holds the engine with a 2048-row GEMM that takes the CPU "
+    @unittest.skipIf(H.BACKEND == "cuda", "holds the engine with a GEMM that takes the CPU "
                      "seconds; the GPU is done in microseconds (queue and deadline logic is the "
                      "loop's, engine-independent, and runs on the CPU backend)")
     def test_deadline_exceeded_before_dispatch_spends_no_compute(self):
