@@ -33,7 +33,8 @@ struct gemmd_request_s {
   /* Optional: answers the caller from the engine's thread the moment its batch completes
    * OK (status, compute_ns, batch_* and d set), ahead of the loop; respond still runs
    * later on the loop, for the bookkeeping, with answered_early set. Only for transports
-   * whose answer is safe off the loop (shared memory: a locked CQ publish). */
+   * whose answer is safe off the loop (shared memory: a locked CQ publish; gRPC: a unary
+   * call's send started, a GemmStream answer queued under its stream's mutex). */
   void (*answer_early)(gemmd_request_t *req);
   int answered_early;
   /* Optional, with answer_early: wakes the caller if it sleeps on its answer. The engine's

@@ -299,12 +299,25 @@ static void stream_reject(stream_call_t *s, uint64_t request_id, int code, const
   stream_send(s, buf, len, 0);
 }
 
+/* The engine's thread, for a batch that completed OK: the answer is queued on the stream
+ * from here, as a unary call's leaves (gemm_answer_early); the loop's stream_respond then
+ * only lets the request go. */
+static void stream_answer_early(gemmd_request_t *r) {
+  stream_req_t *sr = (stream_req_t *)r;
+  r->done_ns = gemmd_now_ns();
+  size_t len;
+  uint8_t *buf = pack_response(r, 1, &len);
+  stream_send(sr->s, buf, len, 1);
+}
+
 static void stream_respond(gemmd_request_t *r) {
   stream_req_t *sr = (stream_req_t *)r;
   stream_call_t *s = sr->s;
-  size_t len;
-  uint8_t *buf = pack_response(r, 1, &len);
-  stream_send(s, buf, len, 1);
+  if (!r->answered_early) {
+    size_t len;
+    uint8_t *buf = pack_response(r, 1, &len);
+    stream_send(s, buf, len, 1);
+  }
   gemmd_request_release(&sr->req);
   gemmd__v1__gemm_request__free_unpacked(sr->msg, NULL);
   free(sr);
@@ -360,6 +373,7 @@ static void on_stream_recv(rpc_tag_t *tag, int ok) {
       sr->req.accepted_ns = gemmd_now_ns();
       sr->req.deadline_ns = c->deadline_ns;
       sr->req.respond = stream_respond;
+      sr->req.answer_early = stream_answer_early;
       sr->req.respond_ctx = sr;
       pthread_mutex_lock(&s->mu);
       s->outstanding++;
