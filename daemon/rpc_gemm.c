@@ -299,9 +299,9 @@ static void stream_reject(stream_call_t *s, uint64_t request_id, int code, const
   stream_send(s, buf, len, 0);
 }
 
-/* The engine's thread, for a batch that completed OK: the answer is queued on the stream
- * from here, as a unary call's leaves (gemm_answer_early); the loop's stream_respond then
- * only lets the request go. */
+/* The engine's thread, for a batch that completed OK: the answer is packed and queued on
+ * the stream here, off the loop, as a unary call's is sent (gemm_answer_early); the loop's
+ * stream_respond then only lets the request go. */
 static void stream_answer_early(gemmd_request_t *r) {
   stream_req_t *sr = (stream_req_t *)r;
   r->done_ns = gemmd_now_ns();

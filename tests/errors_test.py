@@ -242,10 +242,10 @@ class StatusCodes(unittest.TestCase):
 
     def _occupy_engine(self, d, stub):
         """Starts a long GEMM and returns its future once it runs on the engine. Its rows are
-        sized from a short GEMM of the same weight first, for about 3 s of this machine's
-        CPU backend: a fixed size took 1 s on one build machine and 0.3 s on another, less
-        than the tests' own waits, and a size far larger once took over a minute while
-        connect_churn_test's clients shared the CPUs."""
+        sized from a short GEMM of the same weight, for about 3 s of this machine's CPU
+        backend, since build machines differ several-fold in speed and the tests need the
+        engine held longer than their own waits; at most 8192 rows, so that other tests'
+        load on the CPUs cannot stretch it past the small requests' 60 s wait."""
         pb = self.pb
         n, k, probe = 4096, 8192, 128
         w = H.make_matrix(pb, self.rng, n, k, H.DT_E4M3, H.SL_NONE)
