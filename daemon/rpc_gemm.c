@@ -299,25 +299,25 @@ static void stream_reject(stream_call_t *s, uint64_t request_id, int code, const
   stream_send(s, buf, len, 0);
 }
 
-/* The engine's thread, for a batch that completed OK: the answer is packed and queued on
- * the stream here, off the loop, as a unary call's is sent (gemm_answer_early); the loop's
- * stream_respond then only lets the request go. */
-static void stream_answer_early(gemmd_request_t *r) {
-  stream_req_t *sr = (stream_req_t *)r;
-  r->done_ns = gemmd_now_ns();
+/* Packs a stream request's answer and queues it on its stream; any thread. */
+static void stream_answer(gemmd_request_t *r) {
   size_t len;
   uint8_t *buf = pack_response(r, 1, &len);
-  stream_send(sr->s, buf, len, 1);
+  stream_send(((stream_req_t *)r)->s, buf, len, 1);
+}
+
+/* The engine's thread, for a batch that completed OK: the answer leaves here, off the
+ * loop, as a unary call's does (gemm_answer_early); the loop's stream_respond then only
+ * lets the request go. */
+static void stream_answer_early(gemmd_request_t *r) {
+  r->done_ns = gemmd_now_ns();
+  stream_answer(r);
 }
 
 static void stream_respond(gemmd_request_t *r) {
   stream_req_t *sr = (stream_req_t *)r;
   stream_call_t *s = sr->s;
-  if (!r->answered_early) {
-    size_t len;
-    uint8_t *buf = pack_response(r, 1, &len);
-    stream_send(s, buf, len, 1);
-  }
+  if (!r->answered_early) stream_answer(r);
   gemmd_request_release(&sr->req);
   gemmd__v1__gemm_request__free_unpacked(sr->msg, NULL);
   free(sr);

@@ -3,7 +3,8 @@
  * Debian builds Abseil without NDEBUG, so every absl::Mutex lock also records the lock order
  * in one process-wide graph behind a global spin lock: a release build of Abseil skips
  * that. gRPC takes several mutexes per call, so gemmd's completion-queue threads spent about
- * a quarter of their time there and contended on that spin lock (docs/bench/grpc_cpu.md).
+ * a quarter of their time there, its spin lock included (docs/bench/serving.md,
+ * session 46).
  * gemmd and libgemmclient switch it off before their first grpc_init. */
 #ifndef GEMMD_THIRD_PARTY_SYSTEM_ABSL_DEADLOCK_DETECTION_H_
 #define GEMMD_THIRD_PARTY_SYSTEM_ABSL_DEADLOCK_DETECTION_H_
