@@ -1,6 +1,7 @@
 """Every status code of docs/api.md §2, provoked over gRPC and checked with its message; garbage
 bytes; and after each, gemmd still serves correctly."""
 
+import subprocess
 import time
 import unittest
 
@@ -334,6 +335,31 @@ class StatusCodes(unittest.TestCase):
             self.assertEqual(self._metric(d, "gemmd_batches_total"), batches_before + 1)
             self.still_serves(stub)
 
+
+    @unittest.skipIf(H.BACKEND == "cuda", "holds the engine with a GEMM that takes the CPU "
+                     "seconds; the GPU is done in microseconds")
+    def test_session_deadline_ends_its_stream(self):
+        """libgemmclient's GEMM session keeps one GemmStream open; a request on it that is not
+        answered within the call's deadline fails DEADLINE_EXCEEDED at that deadline (the
+        stream is cancelled, since one request on it cannot be), and the next request goes
+        on a new stream."""
+        pb = self.pb
+        with H.Gemmd(*self.WHOLE) as d:
+            stub = d.stub()
+            fut = self._occupy_engine(d, stub)
+            t0 = time.time()
+            p = subprocess.run([H.repo_path("client/gemmctl/gemmctl"), "--addr", d.address, "--timeout-ms", "300",
+                                "gemm", "--m", "1", "--n", "16", "--k", "128", "--session", "2"],
+                               capture_output=True, text=True, timeout=60)
+            took = time.time() - t0
+            self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+            self.assertIn("2 requests, 0 answered OK, 2 failed", p.stdout)
+            self.assertIn("DEADLINE_EXCEEDED", p.stderr)
+            # Two deadlines of 0.3 s, not the engine's seconds.
+            self.assertLess(took, 2.0, p.stdout)
+            self.assertFalse(fut.done(), "the long GEMM ended before the session's deadlines")
+            fut.result(timeout=120)
+            self.still_serves(stub)
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

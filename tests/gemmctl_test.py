@@ -110,6 +110,24 @@ class Gemmctl(unittest.TestCase):
         self.assertIn("5 requests sent, 5 answered (5 failed)", p.stdout)
         self.assertIn("NOT_FOUND", p.stderr)
 
+    def test_gemm_session(self):
+        """A GEMM session (libgemmclient: synchronous GEMMs on one GemmStream): 30 requests one
+        after another, each answered with its own id and the same checked D; over shm the same
+        API. A refused request gets its own error, and the session sends the next."""
+        for addr in (self.d.address, "unix://" + self.d.shm_socket):
+            p = gemmctl(self.d, "gemm", "--m", "4", "--n", "64", "--k", "256", "--out", "fp32", "--check",
+                        "--session", "30", addr=addr)
+            self.assertIn("30 requests, 30 answered OK, 0 failed", p.stdout, addr)
+            self.assertRegex(p.stdout, r"check .*: ok", addr)
+        p = gemmctl(self.d, "gemm", "--m", "4", "--k", "256", "--weight", "no-such-weight", "--session", "3",
+                    check=False)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("3 requests, 0 answered OK, 3 failed", p.stdout)
+        self.assertIn("NOT_FOUND", p.stderr)
+        p = gemmctl(self.d, "gemm", "--m", "4", "--n", "64", "--k", "256", "--stream", "2", "--session", "2",
+                    check=False)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+
     def test_shared_memory_transport(self):
         """The same library calls over unix://: weights, checked GEMMs, bench."""
         shm = "unix://" + self.d.shm_socket

@@ -84,6 +84,12 @@ class GrpcAuth(unittest.TestCase):
             p = run("gemm", "--m", "4", "--n", "32", "--k", "128")
             self.assertEqual(p.returncode, 1)
             self.assertIn("UNAUTHENTICATED", p.stderr)
+            # A GEMM session's stream carries the token too.
+            p = run("--token-file", self.path, "gemm", "--m", "4", "--n", "32", "--k", "128", "--session", "3")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            p = run("gemm", "--m", "4", "--n", "32", "--k", "128", "--session", "2")
+            self.assertEqual(p.returncode, 1)
+            self.assertIn("UNAUTHENTICATED", p.stderr)
             p = run("--token-file", "/nonexistent/tokens", "info")
             self.assertEqual(p.returncode, 2)
             self.assertIn("--token-file", p.stderr)

@@ -20,7 +20,8 @@
 static const char kUsage[] =
     "usage: gemmctl [global flags] gemm --m M --k K (--weight NAME | --weight-id ID | --n N)\n"
     "         [--a-dtype DTYPE] [--a-layout LAYOUT] [--b-dtype DTYPE] [--b-layout LAYOUT]\n"
-    "         [--out bf16|fp16|fp32] [--seed S] [--check] [--stream N] [--in-region]\n"
+    "         [--out bf16|fp16|fp32] [--seed S] [--check] [--stream N | --session N]\n"
+    "         [--in-region]\n"
     "\n"
     "Sends one D = A·Bᵀ with a random M×K A, against a registered weight (--weight,\n"
     "--weight-id) or a random N×K B sent inline (--n), and prints the result's shape, a\n"
@@ -37,6 +38,9 @@ static const char kUsage[] =
     "  --stream N  send the GEMM N times on one GemmStream (request ids 1..N; over shared\n"
     "              memory, N async calls); fail unless each id is answered once, OK, with\n"
     "              the same D\n"
+    "  --session N send the GEMM N times one after another in a GEMM session (one\n"
+    "              GemmStream, each answer awaited before the next request; over shared\n"
+    "              memory, N calls); fail unless each is answered OK with the same D\n"
     "  --in-region over shared memory, with --n: A, its scales and D in a region (a memfd,\n"
     "              docs/shm-protocol.md §7) that gemmd reads and writes in place, not the\n"
     "              arena; gemmd's CPU backend takes such regions\n";
@@ -49,12 +53,13 @@ typedef struct gemm_opts_s {
   gemmd_scale_layout_t a_layout, b_layout;
   uint64_t seed;
   int check, in_region;
-  uint32_t stream; /* 0: one unary call */
+  uint32_t stream;  /* 0: one unary call */
+  uint32_t session; /* 0: no session */
 } gemm_opts_t;
 
 typedef struct gemm_flags_s {
   const char *m, *k, *n, *weight, *weight_id, *a_dtype, *a_layout, *b_dtype, *b_layout, *out, *seed,
-      *check, *stream, *in_region;
+      *check, *stream, *session, *in_region;
 } gemm_flags_t;
 
 static int bad(const char *fmt, const char *value) {
@@ -103,10 +108,14 @@ static int parse_shape(const gemm_flags_t *f, gemm_opts_t *o) {
   if (f->stream && (ctl_parse_dim(f->stream, &o->stream) != 0 || o->stream > 1000000)) {
     return bad("--stream must be a count from 1 to 1000000, not '%s'", f->stream);
   }
+  if (f->session && (ctl_parse_dim(f->session, &o->session) != 0 || o->session > 1000000)) {
+    return bad("--session must be a count from 1 to 1000000, not '%s'", f->session);
+  }
+  if (o->stream > 0 && o->session > 0) return bad("--stream or --session, not both%s", "");
   if (o->check && f->n == NULL) return bad("--check needs an inline B (--n N)%s", "");
   o->in_region = f->in_region != NULL;
-  if (o->in_region && (f->n == NULL || o->stream > 0)) {
-    return bad("--in-region needs an inline B (--n N), without --stream%s", "");
+  if (o->in_region && (f->n == NULL || o->stream > 0 || o->session > 0)) {
+    return bad("--in-region needs an inline B (--n N), without --stream or --session%s", "");
   }
   return 0;
 }
@@ -128,6 +137,7 @@ static int parse_opts(int argc, char **argv, gemm_opts_t *o, int *exit_code) {
       {"seed", 1, &f.seed},
       {"check", 0, &f.check},
       {"stream", 1, &f.stream},
+      {"session", 1, &f.session},
       {"in-region", 0, &f.in_region},
   };
   ctl_args_t a = {.flags = flags, .n_flags = sizeof flags / sizeof flags[0]};
@@ -313,6 +323,56 @@ static int run_stream(gemmd_client_t *c, const gemm_opts_t *o, gemmd_gemm_call_t
   return exit_code;
 }
 
+/* --session: the GEMM N times in a session, one at a time; a failed request is counted
+ * and the next one sent, as a serving worker would. */
+static int run_session(gemmd_client_t *c, const gemm_opts_t *o, gemmd_gemm_call_t *call,
+                       const ctl_matrix_t *a, const ctl_matrix_t *b) {
+  gemmd_status_t st, first_error;
+  gemmd_gemm_session_t *s = NULL;
+  if (gemmd_client_gemm_session_open(c, &s, &st) != 0) return ctl_fail(&st);
+  gemmd_gemm_result_t first, r;
+  memset(&first, 0, sizeof first);
+  int have_first = 0;
+  uint32_t failed = 0, mismatch = 0;
+  const uint64_t t0 = ctl_now_ns();
+  for (uint32_t i = 1; i <= o->session; i++) {
+    call->request_id = i;
+    if (gemmd_gemm_session_call(s, call, &r, &st) != 0) {
+      if (failed++ == 0) first_error = st;
+      continue;
+    }
+    if (!have_first) {
+      first = r;
+      have_first = 1;
+      mismatch += r.request_id != i;
+      continue;
+    }
+    mismatch += r.request_id != i || r.data_bytes != first.data_bytes ||
+                memcmp(r.data, first.data, r.data_bytes) != 0;
+    gemmd_gemm_result_free(&r);
+  }
+  const double ms = (double)(ctl_now_ns() - t0) / 1e6;
+  gemmd_status_t close_st;
+  const int close_rc = gemmd_gemm_session_close(s, &close_st);
+  if (have_first) print_result(&first);
+  printf("session    %u requests, %u answered OK, %u failed, in %.1f ms: %.0f req/s\n", o->session,
+         o->session - failed, failed, ms, ms > 0 ? o->session / ms * 1e3 : 0.0);
+  int exit_code = CTL_EXIT_OK;
+  if (failed > 0) {
+    exit_code = ctl_failf(CTL_EXIT_FAIL, first_error.code, "%u of %u requests failed, the first: %s", failed,
+                          o->session, first_error.message);
+  } else if (close_rc != 0) {
+    exit_code = ctl_fail(&close_st);
+  } else if (mismatch > 0) {
+    exit_code = ctl_failf(CTL_EXIT_FAIL, GEMMD_STATUS_INTERNAL,
+                          "session: %u of %u answers with another request id or another D", mismatch, o->session);
+  } else if (o->check) {
+    exit_code = check_result(&a->op, &b->op, &first, o->out);
+  }
+  if (have_first) gemmd_gemm_result_free(&first);
+  return exit_code;
+}
+
 static uint64_t round256(uint64_t x) { return (x + 255) & ~(uint64_t)255; }
 
 /* The call with A, its scales and D in one memfd region: r owns a copy of D. */
@@ -373,8 +433,8 @@ static int run(const ctl_global_t *g, const gemm_opts_t *o, const ctl_matrix_t *
   call.out_dtype = o->out;
   gemmd_client_t *c = ctl_open(g);
   if (c == NULL) return CTL_EXIT_FAIL;
-  if (o->stream > 0) {
-    const int exit_code = run_stream(c, o, &call, a, b);
+  if (o->stream > 0 || o->session > 0) {
+    const int exit_code = o->stream > 0 ? run_stream(c, o, &call, a, b) : run_session(c, o, &call, a, b);
     gemmd_client_close(c);
     return exit_code;
   }

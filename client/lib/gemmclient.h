@@ -192,6 +192,24 @@ int gemmd_gemm_stream_send(gemmd_gemm_stream_t *s, const gemmd_gemm_call_t *call
  * ended with requests unanswered). Not from inside a `done` callback. */
 int gemmd_gemm_stream_close(gemmd_gemm_stream_t *s, gemmd_status_t *status);
 
+/* A GEMM session: synchronous GEMMs, one at a time, on one GemmStream that stays open
+ * between them. Each call sends its request and waits for the answer on the calling
+ * thread, as gemmd_client_gemm does, without a new gRPC call each time (docs/api.md §5).
+ * One thread uses a session at a time; open one per thread. A call's timeout (its own, else
+ * the client's) ends the stream when it passes, since one request on a stream cannot be
+ * cancelled alone; the next call opens a new one. A stream that ended UNAVAILABLE is
+ * replaced and the request sent again (on the next endpoint when there are several).
+ * Over shared memory each call is gemmd_client_gemm. */
+typedef struct gemmd_gemm_session_s gemmd_gemm_session_t;
+
+int gemmd_client_gemm_session_open(gemmd_client_t *c, gemmd_gemm_session_t **out, gemmd_status_t *status);
+/* As gemmd_client_gemm. */
+int gemmd_gemm_session_call(gemmd_gemm_session_t *s, const gemmd_gemm_call_t *call,
+                            gemmd_gemm_result_t *result, gemmd_status_t *status);
+/* Half-closes the stream, waits for its end, frees the session: OK, or the status the
+ * stream ended with. */
+int gemmd_gemm_session_close(gemmd_gemm_session_t *s, gemmd_status_t *status);
+
 typedef struct gemmd_weight_info_s {
   uint64_t weight_id;
   char name[256];

@@ -153,8 +153,7 @@ void gemmd_rpc_wait_init(gemmd_rpc_wait_t *w) {
   atomic_init(&w->avg_ns, 0);
 }
 
-/* pluck, polling first as `w` says; the wait goes into w's average. */
-static int pluck_waiting(grpc_completion_queue *cq, void *tag, gemmd_rpc_wait_t *w) {
+int gemmd_rpc_wait_for(grpc_completion_queue *cq, void *tag, gemmd_rpc_wait_t *w, gpr_timespec deadline) {
   const uint64_t start = gemmd_client_now_ns();
   grpc_event ev = {.type = GRPC_QUEUE_TIMEOUT};
   if (w->spin_ns > 0 && atomic_load_explicit(&w->avg_ns, memory_order_relaxed) <= w->spin_ns) {
@@ -163,9 +162,8 @@ static int pluck_waiting(grpc_completion_queue *cq, void *tag, gemmd_rpc_wait_t 
       ev = grpc_completion_queue_pluck(cq, tag, past, NULL);
     } while (ev.type == GRPC_QUEUE_TIMEOUT && gemmd_client_now_ns() - start < w->spin_ns);
   }
-  if (ev.type == GRPC_QUEUE_TIMEOUT) {
-    ev = grpc_completion_queue_pluck(cq, tag, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-  }
+  if (ev.type == GRPC_QUEUE_TIMEOUT) ev = grpc_completion_queue_pluck(cq, tag, deadline, NULL);
+  if (ev.type == GRPC_QUEUE_TIMEOUT) return -1;
   /* An average over about the last 8 answers; concurrent callers may lose an update. */
   const int64_t took = (int64_t)(gemmd_client_now_ns() - start);
   const int64_t avg = (int64_t)atomic_load_explicit(&w->avg_ns, memory_order_relaxed);
@@ -179,7 +177,7 @@ int gemmd_rpc_unary_sync(grpc_channel *ch, const grpc_metadata *auth, grpc_compl
   gemmd_rpc_unary_t u;
   const int rc = gemmd_rpc_unary_start(&u, ch, auth, cq, method, deadline, req, len, &u, status);
   if (rc != 0) return rc;
-  const int ok = pluck_waiting(cq, &u, wait);
+  const int ok = gemmd_rpc_wait_for(cq, &u, wait, gpr_inf_future(GPR_CLOCK_MONOTONIC)) == 1;
   return gemmd_rpc_unary_finish(&u, ok, resp, status);
 }
 

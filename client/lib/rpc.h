@@ -41,6 +41,11 @@ typedef struct gemmd_rpc_wait_s {
  * CPUs or more, and 0 below (on 2 CPUs a spinning waiter takes the core that gemmd needs). */
 void gemmd_rpc_wait_init(gemmd_rpc_wait_t *w);
 
+/* Waits for `tag` on the pluck queue cq, polling first as `w` says, until `deadline`:
+ * 1 when its batch succeeded, 0 when it failed, -1 when the deadline passed first (the
+ * batch is still pending). The wait goes into w's average. */
+int gemmd_rpc_wait_for(grpc_completion_queue *cq, void *tag, gemmd_rpc_wait_t *w, gpr_timespec deadline);
+
 /* One unary call in flight. Zero it before start. */
 typedef struct gemmd_rpc_unary_s {
   grpc_call *call;

@@ -4,7 +4,8 @@ tools/bench/serving_worker.c) and the Python clients (client/python/gemmd_shm.py
 Clients py-dev and c-dev keep A, its scales and D in their own GPU memory (torch CUDA
 tensors; a cudaMalloc block) and name them as shared-memory regions (protocol version 2,
 docs/shm-protocol.md §7): no byte of a request crosses PCIe. c-mem does the same with a
-memfd region, which the CPU backend takes. pkg-shm and pkg-dev are Python workers on the
+memfd region, which the CPU backend takes. c-stream is the C worker over gRPC in a GEMM
+session (one GemmStream opened once, each answer taken on the worker's thread). pkg-shm and pkg-dev are Python workers on the
 gemmd package (gemmd.Client over shm: a numpy Quantized A; an FP8 CUDA tensor A, named in
 place, with D back as a CUDA tensor). Where torch with CUDA is present (the GPU machine), the
 same work done two ways in the same run: one process sending one request at a time, and
@@ -323,6 +324,10 @@ def start_workers(g, kind, workers, shape, ids, seconds):
     if lang == "pkg":
         prefixes = {"shm": "pkg://", "dev": "pkgdev://"}
     addr = prefixes[transport] + g.shm_socket if transport in prefixes else g.address
+    if transport == "stream":
+        if lang != "c":
+            raise SystemExit("client %s: the GEMM session over a GemmStream is the C worker's (c-stream)" % kind)
+        addr = "session:" + g.address
     if transport == "mem" and lang != "c":
         raise SystemExit("client %s: memfd regions are the C worker's (c-mem)" % kind)
     if lang == "pkg" and transport not in prefixes:

@@ -7,12 +7,12 @@ set -euo pipefail
 dir="${TEST_TMPDIR:-$(mktemp -d)}"
 out="$dir/serving.json"
 /usr/bin/python3 tools/bench/serving.py --backend cpu --workers 2 --weights 4 --seconds 0.5 \
-  --clients c-shm,c-mem,c-grpc,py-shm,pkg-shm --json "$out"
+  --clients c-shm,c-mem,c-grpc,c-stream,py-shm,pkg-shm --json "$out"
 /usr/bin/python3 - "$out" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))["rows"]
 kinds = {r["client"] for r in rows}
-assert kinds == {"c-shm", "c-mem", "c-grpc", "py-shm", "pkg-shm"}, kinds
+assert kinds == {"c-shm", "c-mem", "c-grpc", "c-stream", "py-shm", "pkg-shm"}, kinds
 for r in rows:
     assert r["errors"] == 0 and r["req_s"] > 0, r
 print("ok: %s" % ", ".join("%s %.0f req/s" % (r["client"], r["req_s"]) for r in rows))

@@ -19,7 +19,9 @@
  * stream before each request, as a worker whose A a kernel just wrote must. The CUDA
  * runtime is loaded at run time, so the worker builds and runs without it elsewhere.
  * unixmem:///PATH (client c-mem) does the same through a memfd region, which gemmd's CPU
- * backend takes. */
+ * backend takes. session:HOST:PORT (client c-stream) sends its requests over gRPC in a GEMM
+ * session (gemmclient.h): one GemmStream opened once, each answer waited for on this
+ * thread. */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -141,7 +143,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   char addr[4096];
-  int mode = OPERANDS_ARENA;
+  int mode = OPERANDS_ARENA, use_session = 0;
   cudart_t rt = {0};
   if (strncmp(argv[1], "unixdev://", 10) == 0 || strncmp(argv[1], "unixmem://", 10) == 0) {
     mode = argv[1][4] == 'd' ? OPERANDS_DEVICE : OPERANDS_MEMFD;
@@ -150,6 +152,9 @@ int main(int argc, char **argv) {
       fprintf(stderr, "serving_worker: %s needs the CUDA runtime (libcudart)\n", argv[1]);
       return 1;
     }
+  } else if (strncmp(argv[1], "session:", 8) == 0) {
+    use_session = 1;
+    snprintf(addr, sizeof addr, "%s", argv[1] + 8);
   } else {
     snprintf(addr, sizeof addr, "%s", argv[1]);
   }
@@ -168,6 +173,11 @@ int main(int argc, char **argv) {
   const uint64_t t_connect = mono_ns();
   if (gemmd_client_open(addr, NULL, &c, &st) != 0) {
     fprintf(stderr, "serving_worker: %s: %s\n", addr, st.message);
+    return 1;
+  }
+  gemmd_gemm_session_t *session = NULL;
+  if (use_session && gemmd_client_gemm_session_open(c, &session, &st) != 0) {
+    fprintf(stderr, "serving_worker: session: %s\n", st.message);
     return 1;
   }
   const int shm = strcmp(gemmd_client_transport(c), "shm") == 0;
@@ -207,7 +217,8 @@ int main(int argc, char **argv) {
     gemmd_gemm_result_t r;
     const uint64_t t0 = mono_ns();
     if (mode == OPERANDS_DEVICE && call.d_region.region != 0) rt.stream_sync(NULL);
-    const int rc = gemmd_client_gemm(c, &call, &r, &st);
+    const int rc = session != NULL ? gemmd_gemm_session_call(session, &call, &r, &st)
+                                   : gemmd_client_gemm(c, &call, &r, &st);
     const uint64_t dt = mono_ns() - t0;
     if (rc != 0) {
       errors += now >= start_at;
@@ -247,6 +258,9 @@ int main(int argc, char **argv) {
   printf(", \"lat_ns\": [");
   for (size_t i = 0; i < n_lat; i++) printf(i ? ",%llu" : "%llu", (unsigned long long)lat[i]);
   printf("]}\n");
+  if (session != NULL && gemmd_gemm_session_close(session, &st) != 0) {
+    fprintf(stderr, "serving_worker: session close: %s\n", st.message);
+  }
   gemmd_client_close(c);
   if (!shm) { /* over shared memory they were the arena's */
     free(a);
