@@ -127,6 +127,14 @@ class Gemmctl(unittest.TestCase):
         p = gemmctl(self.d, "gemm", "--m", "4", "--n", "64", "--k", "256", "--stream", "2", "--session", "2",
                     check=False)
         self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        # bench --session: every thread on its own session, over gRPC and shm.
+        for addr, transport in ((self.d.address, "grpc"), ("unix://" + self.d.shm_socket, "shm")):
+            p = gemmctl(self.d, "bench", "--concurrency", "4", "--shape", "1x128x128", "--duration", "0.5",
+                        "--warmup", "0.1", "--session", "--transport", transport, "--json", "-", addr=addr)
+            row = json.loads(p.stdout)[0]
+            self.assertTrue(row["session"], row)
+            self.assertEqual(row["errors"], 0, row)
+            self.assertGreater(row["requests"], 0, row)
 
     def test_shared_memory_transport(self):
         """The same library calls over unix://: weights, checked GEMMs, bench."""

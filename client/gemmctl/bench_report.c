@@ -77,6 +77,8 @@ static void one_result(gemmd_json_writer_t *j, const ctl_bench_result_t *r) {
   key_string(j, "transport", r->transport);
   gemmd_json_key(j, "inline_b");
   gemmd_json_bool(j, r->inline_b);
+  gemmd_json_key(j, "session");
+  gemmd_json_bool(j, r->session);
   key_string(j, "a_dtype", ctl_dtype_short(r->a_dtype));
   key_string(j, "out_dtype", ctl_dtype_short(r->out_dtype));
   key_double(j, "seconds", r->seconds);

@@ -28,6 +28,7 @@ typedef struct ctl_bench_result_s {
   double request_rate;   /* offered req/s (open loop); 0: closed loop */
   const char *transport; /* "grpc", "shm" */
   int inline_b;
+  int session; /* sent in GEMM sessions (gemmclient.h) */
   gemmd_dtype_t a_dtype, out_dtype;
   double seconds;
   uint64_t requests, errors; /* requests: successful ones */

@@ -53,18 +53,19 @@ static void check_output(void) {
   r[0].p50_us = 61;
   r[1].m = 32;
   r[1].inline_b = 1;
+  r[1].session = 1;
   r[1].out_dtype = GEMMD_DTYPE_FP32;
   char *json = NULL;
   CHECK(ctl_bench_json(r, 2, &json) == 0, "json");
   const char *want0 =
       "[{\"shape\":\"1x4096x4096\",\"m\":1,\"n\":4096,\"k\":4096,\"concurrency\":8,\"request_rate\":0,"
-      "\"transport\":\"grpc\",\"inline_b\":false,\"a_dtype\":\"e4m3\",\"out_dtype\":\"bf16\","
+      "\"transport\":\"grpc\",\"inline_b\":false,\"session\":false,\"a_dtype\":\"e4m3\",\"out_dtype\":\"bf16\","
       "\"seconds\":10,\"requests\":41234,\"errors\":0,\"req_per_s\":4123.4,\"gflop_per_s\":0,"
       "\"mean_us\":0,\"p50_us\":61,\"p90_us\":0,\"p99_us\":0,\"p999_us\":0,\"max_us\":0,"
       "\"server_queue_us\":0,\"server_compute_us\":0,\"batch_requests\":0},"
       "{\"shape\":\"32x4096x4096\",";
   CHECK(strncmp(json, want0, strlen(want0)) == 0, "got %s", json);
-  CHECK(strstr(json, "\"inline_b\":true,\"a_dtype\":\"e4m3\",\"out_dtype\":\"fp32\"") != NULL,
+  CHECK(strstr(json, "\"inline_b\":true,\"session\":true,\"a_dtype\":\"e4m3\",\"out_dtype\":\"fp32\"") != NULL,
         "second row: %s", json);
   CHECK(json[strlen(json) - 1] == ']', "array closed");
   free(json);

@@ -76,6 +76,14 @@ static void *worker_main(void *arg) {
   gemmd_gemm_call_t call = *sh->run->call;
   const int open_loop = sh->run->request_rate > 0;
   uint64_t seq = 0;
+  gemmd_gemm_session_t *session = NULL;
+  if (sh->run->session) {
+    gemmd_status_t st;
+    if (gemmd_client_gemm_session_open(sh->run->client, &session, &st) != 0) {
+      record(w, st.code, NULL, &st);
+      return NULL;
+    }
+  }
   while (!atomic_load(&sh->stop)) {
     gemmd_gemm_result_t r;
     gemmd_status_t st;
@@ -92,13 +100,18 @@ static void *worker_main(void *arg) {
       t0 = due; /* late or not, the request was due then */
     }
     call.request_id = ((uint64_t)w->index << 40) | ++seq;
-    const int rc = gemmd_client_gemm(sh->run->client, &call, &r, &st);
+    const int rc = session != NULL ? gemmd_gemm_session_call(session, &call, &r, &st)
+                                   : gemmd_client_gemm(sh->run->client, &call, &r, &st);
     const uint64_t t1 = now_ns();
     if (open_loop && rc == 0) r.client_ns = t1 - t0;
     const int counted = t0 >= sh->measure_from_ns && t1 <= atomic_load(&sh->end_ns);
     if (counted) record(w, rc, &r, &st);
     gemmd_gemm_result_free(&r);
     if (t1 >= atomic_load(&sh->end_ns)) break;
+  }
+  if (session != NULL) {
+    gemmd_status_t st;
+    if (gemmd_gemm_session_close(session, &st) != 0) record(w, st.code, NULL, &st);
   }
   return NULL;
 }

@@ -2,7 +2,9 @@
  * to back (closed loop), or at a fixed total rate (open loop: request k of all is due at
  * start + k/rate, spread over the threads in turn, and its latency counts from when it was
  * due, so a slow answer delays and charges the ones behind it, as wrk2 measures). Requests
- * that start after the warmup and end before the window closes are recorded. Progress
+ * that start after the warmup and end before the window closes are recorded. With
+ * `session` each thread sends on its own GEMM session (one GemmStream over gRPC) instead
+ * of a call per request. Progress
  * once a second on stderr. */
 #ifndef GEMMD_CLIENT_GEMMCTL_BENCH_RUN_H_
 #define GEMMD_CLIENT_GEMMCTL_BENCH_RUN_H_
@@ -22,6 +24,7 @@ typedef struct ctl_bench_run_s {
   const gemmd_gemm_call_t *call; /* the template; each worker numbers its requests */
   unsigned concurrency;
   double request_rate; /* requests per second over all threads; 0: closed loop */
+  int session;         /* each thread sends in a GEMM session (gemmclient.h) */
   double warmup_s, duration_s;
   const char *label; /* for progress lines: "1x128x128 c=32" */
   int quiet;

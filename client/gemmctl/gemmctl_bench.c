@@ -19,7 +19,7 @@
 static const char kUsage[] =
     "usage: gemmctl [global flags] bench [--concurrency C[,C...]] [--shape MxNxK[,MxNxK...]]\n"
     "         [--request-rate R] [--duration SECONDS] [--warmup SECONDS]\n"
-    "         [--transport grpc|shm] [--inline]\n"
+    "         [--transport grpc|shm] [--inline] [--session]\n"
     "         [--a-dtype DTYPE] [--out DTYPE] [--json FILE|-] [--quiet]\n"
     "\n"
     "For each shape, registers a temporary E4M3 weight (N×K, 128x128 scales, named\n"
@@ -39,6 +39,8 @@ static const char kUsage[] =
     "  --warmup S        seconds before measuring (default 2)\n"
     "  --transport T     grpc (default; a HOST:PORT --addr) or shm (a unix:// --addr)\n"
     "  --inline          B travels in every request instead of being registered\n"
+    "  --session         each thread sends in a GEMM session (over gRPC one GemmStream\n"
+    "                    per thread, open for the whole run) instead of a call per request\n"
     "  --a-dtype D       e4m3 (default, 1x128 scales) | e5m2 | bf16 | fp16 | fp32\n"
     "  --out D           bf16 (default) | fp16 | fp32\n"
     "  --json F          write the JSON to F; '-' for stdout (the table then goes to stderr)\n"
@@ -52,14 +54,14 @@ typedef struct bench_opts_s {
   size_t n_shapes;
   double duration_s, warmup_s;
   gemmd_transport_t transport;
-  int inline_b, quiet;
+  int inline_b, session, quiet;
   gemmd_dtype_t a_dtype, out;
   const char *json;
 } bench_opts_t;
 
 typedef struct bench_flags_s {
   const char *concurrency, *shape, *duration, *warmup, *transport, *inline_b, *a_dtype, *out, *json,
-      *quiet, *request_rate;
+      *quiet, *request_rate, *session;
 } bench_flags_t;
 
 static volatile sig_atomic_t g_interrupted; /* set by SIGINT/SIGTERM during a bench */
@@ -129,6 +131,7 @@ static int parse_kinds(const bench_flags_t *f, bench_opts_t *o) {
   o->transport =
       f->transport && strcmp(f->transport, "shm") == 0 ? GEMMD_TRANSPORT_SHM : GEMMD_TRANSPORT_GRPC;
   o->inline_b = f->inline_b != NULL;
+  o->session = f->session != NULL;
   o->quiet = f->quiet != NULL;
   o->json = f->json;
   return 0;
@@ -145,6 +148,7 @@ static int parse_opts(int argc, char **argv, bench_opts_t *o, int *exit_code) {
       {"warmup", 1, &f.warmup},
       {"transport", 1, &f.transport},
       {"inline", 0, &f.inline_b},
+      {"session", 0, &f.session},
       {"a-dtype", 1, &f.a_dtype},
       {"out", 1, &f.out},
       {"json", 1, &f.json},
@@ -236,8 +240,16 @@ static int bench_shape(gemmd_client_t *c, const bench_opts_t *o, size_t i, ctl_b
     } else {
       snprintf(label, sizeof label, "%ux%ux%u c=%u", s->m, s->n, s->k, conc);
     }
-    const ctl_bench_run_t run = {c,        &call,       conc,     o->request_rate, o->warmup_s,
-                                 o->duration_s, label, o->quiet, &g_interrupted};
+    const ctl_bench_run_t run = {.client = c,
+                                 .call = &call,
+                                 .concurrency = conc,
+                                 .request_rate = o->request_rate,
+                                 .session = o->session,
+                                 .warmup_s = o->warmup_s,
+                                 .duration_s = o->duration_s,
+                                 .label = label,
+                                 .quiet = o->quiet,
+                                 .interrupted = &g_interrupted};
     ctl_bench_samples_t samples;
     gemmd_status_t first_error;
     memset(&first_error, 0, sizeof first_error);
@@ -254,6 +266,7 @@ static int bench_shape(gemmd_client_t *c, const bench_opts_t *o, size_t i, ctl_b
                               .request_rate = o->request_rate,
                               .transport = gemmd_client_transport(c),
                               .inline_b = o->inline_b,
+                              .session = o->session,
                               .a_dtype = o->a_dtype,
                               .out_dtype = o->out};
     ctl_bench_summarize(r, &samples);
