@@ -76,10 +76,15 @@ static int open_stream(gemmd_gemm_session_t *s, size_t ep, gemmd_status_t *statu
   return GEMMD_STATUS_OK;
 }
 
-/* Waits for the stream's final status and releases the call: the status it ended with
- * (OK after a clean close). No batch but the status one may be pending. */
-static int end_stream(gemmd_gemm_session_t *s, gemmd_status_t *status) {
-  grpc_completion_queue_pluck(s->cq, &s->status_tag, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+/* Waits for the stream's final status (cancelling the call if it has not come by
+ * `deadline`) and releases the call: the status it ended with (OK after a clean close).
+ * No batch but the status one may be pending. */
+static int end_stream(gemmd_gemm_session_t *s, gpr_timespec deadline, gemmd_status_t *status) {
+  const grpc_event ev = grpc_completion_queue_pluck(s->cq, &s->status_tag, deadline, NULL);
+  if (ev.type == GRPC_QUEUE_TIMEOUT) {
+    grpc_call_cancel(s->call, NULL);
+    grpc_completion_queue_pluck(s->cq, &s->status_tag, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+  }
   int rc = GEMMD_STATUS_OK;
   if (s->code != GRPC_STATUS_OK) {
     const int n = (int)GRPC_SLICE_LENGTH(s->details);
@@ -126,7 +131,7 @@ static int exchange(gemmd_gemm_session_t *s, size_t ep, const gemmd_gemm_call_t 
   if (grpc_call_start_batch(s->call, ops, n, &s->message_tag, NULL) != GRPC_CALL_OK) {
     grpc_byte_buffer_destroy(send);
     grpc_call_cancel(s->call, NULL);
-    end_stream(s, status);
+    end_stream(s, gpr_inf_future(GPR_CLOCK_MONOTONIC), status);
     return gemmd_status_set(status, GEMMD_STATUS_INTERNAL, "cannot start a GemmStream request");
   }
   s->first = 0;
@@ -143,7 +148,7 @@ static int exchange(gemmd_gemm_session_t *s, size_t ep, const gemmd_gemm_call_t 
     s->recv = NULL;
     return GEMMD_STATUS_OK;
   }
-  rc = end_stream(s, status);
+  rc = end_stream(s, gpr_inf_future(GPR_CLOCK_MONOTONIC), status);
   if (got < 0) {
     return gemmd_status_set(status, GEMMD_STATUS_DEADLINE_EXCEEDED, "no answer within %lld ms",
                             (long long)timeout_ms);
@@ -208,7 +213,8 @@ int gemmd_gemm_session_close(gemmd_gemm_session_t *s, gemmd_status_t *status) {
     } else {
       grpc_call_cancel(s->call, NULL);
     }
-    rc = end_stream(s, status);
+    /* The server ends the stream once it has answered: within the client's timeout. */
+    rc = end_stream(s, gemmd_rpc_deadline(gemmd_client_timeout(s->c, 0)), status);
   }
   if (s->cq != NULL) gemmd_cq_pool_put(&s->c->cqs, s->cq);
   free(s);

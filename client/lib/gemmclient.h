@@ -206,8 +206,8 @@ int gemmd_client_gemm_session_open(gemmd_client_t *c, gemmd_gemm_session_t **out
 /* As gemmd_client_gemm. */
 int gemmd_gemm_session_call(gemmd_gemm_session_t *s, const gemmd_gemm_call_t *call,
                             gemmd_gemm_result_t *result, gemmd_status_t *status);
-/* Half-closes the stream, waits for its end, frees the session: OK, or the status the
- * stream ended with. */
+/* Half-closes the stream, waits for its end (at most the client's timeout, then cancels
+ * it), frees the session: OK, or the status the stream ended with. */
 int gemmd_gemm_session_close(gemmd_gemm_session_t *s, gemmd_status_t *status);
 
 typedef struct gemmd_weight_info_s {
