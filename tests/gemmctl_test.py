@@ -95,35 +95,32 @@ class Gemmctl(unittest.TestCase):
         names = [w["name"] for w in json.loads(gemmctl(self.d, "weights", "ls", "--json").stdout)]
         self.assertFalse([n for n in names if n.startswith("bench-")], names)
 
+    def many_requests(self, flag, n, answered, refused):
+        """gemmctl gemm FLAG N, over gRPC and shm: `answered` is printed and D checked. Then
+        FLAG 3 against an unknown weight: `refused` is printed, each request NOT_FOUND."""
+        for addr in (self.d.address, "unix://" + self.d.shm_socket):
+            p = gemmctl(self.d, "gemm", "--m", "4", "--n", "64", "--k", "256", "--out", "fp32", "--check",
+                        flag, str(n), addr=addr)
+            self.assertIn(answered, p.stdout, addr)
+            self.assertRegex(p.stdout, r"check .*: ok", addr)
+        p = gemmctl(self.d, "gemm", "--m", "4", "--k", "256", "--weight", "no-such-weight", flag, "3", check=False)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn(refused, p.stdout)
+        self.assertIn("NOT_FOUND", p.stderr)
+
     def test_gemm_stream(self):
         """GemmStream (libgemmclient's stream API): 50 requests on one stream, each answered
         once, checked; over shm the same API. A request the server refuses gets its own
         error and the stream goes on."""
-        for addr in (self.d.address, "unix://" + self.d.shm_socket):
-            p = gemmctl(self.d, "gemm", "--m", "4", "--n", "64", "--k", "256", "--out", "fp32", "--check",
-                        "--stream", "50", addr=addr)
-            self.assertIn("50 requests sent, 50 answered (0 failed)", p.stdout, addr)
-            self.assertRegex(p.stdout, r"check .*: ok", addr)
-        p = gemmctl(self.d, "gemm", "--m", "4", "--k", "256", "--weight", "no-such-weight", "--stream", "5",
-                    check=False)
-        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
-        self.assertIn("5 requests sent, 5 answered (5 failed)", p.stdout)
-        self.assertIn("NOT_FOUND", p.stderr)
+        self.many_requests("--stream", 50, "50 requests sent, 50 answered (0 failed)",
+                           "3 requests sent, 3 answered (3 failed)")
 
     def test_gemm_session(self):
         """A GEMM session (libgemmclient: synchronous GEMMs on one GemmStream): 30 requests one
         after another, each answered with its own id and the same checked D; over shm the same
         API. A refused request gets its own error, and the session sends the next."""
-        for addr in (self.d.address, "unix://" + self.d.shm_socket):
-            p = gemmctl(self.d, "gemm", "--m", "4", "--n", "64", "--k", "256", "--out", "fp32", "--check",
-                        "--session", "30", addr=addr)
-            self.assertIn("30 requests, 30 answered OK, 0 failed", p.stdout, addr)
-            self.assertRegex(p.stdout, r"check .*: ok", addr)
-        p = gemmctl(self.d, "gemm", "--m", "4", "--k", "256", "--weight", "no-such-weight", "--session", "3",
-                    check=False)
-        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
-        self.assertIn("3 requests, 0 answered OK, 3 failed", p.stdout)
-        self.assertIn("NOT_FOUND", p.stderr)
+        self.many_requests("--session", 30, "30 requests, 30 answered OK, 0 failed",
+                           "3 requests, 0 answered OK, 3 failed")
         p = gemmctl(self.d, "gemm", "--m", "4", "--n", "64", "--k", "256", "--stream", "2", "--session", "2",
                     check=False)
         self.assertEqual(p.returncode, 2, p.stdout + p.stderr)

@@ -55,17 +55,7 @@ static int open_stream(gemmd_gemm_session_t *s, size_t ep, gemmd_status_t *statu
     return gemmd_status_set(status, GEMMD_STATUS_INTERNAL, "cannot create a GemmStream call");
   }
   grpc_op ops[2];
-  memset(ops, 0, sizeof ops);
-  ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-  const grpc_metadata *auth = gemmd_client_auth(s->c);
-  if (auth != NULL) {
-    ops[0].data.send_initial_metadata.count = 1;
-    ops[0].data.send_initial_metadata.metadata = (grpc_metadata *)auth;
-  }
-  ops[1].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-  ops[1].data.recv_status_on_client.trailing_metadata = &s->trailing_md;
-  ops[1].data.recv_status_on_client.status = &s->code;
-  ops[1].data.recv_status_on_client.status_details = &s->details;
+  gemmd_rpc_open_ops(ops, gemmd_client_auth(s->c), &s->trailing_md, &s->code, &s->details);
   if (grpc_call_start_batch(s->call, ops, 2, &s->status_tag, NULL) != GRPC_CALL_OK) {
     grpc_call_unref(s->call);
     s->call = NULL;

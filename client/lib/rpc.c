@@ -72,6 +72,16 @@ static void initial_metadata(grpc_op *op, const grpc_metadata *auth) {
   }
 }
 
+void gemmd_rpc_open_ops(grpc_op ops[2], const grpc_metadata *auth, grpc_metadata_array *trailing,
+                        grpc_status_code *code, grpc_slice *details) {
+  memset(ops, 0, 2 * sizeof ops[0]);
+  initial_metadata(&ops[0], auth);
+  ops[1].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+  ops[1].data.recv_status_on_client.trailing_metadata = trailing;
+  ops[1].data.recv_status_on_client.status = code;
+  ops[1].data.recv_status_on_client.status_details = details;
+}
+
 static void fill_unary_ops(gemmd_rpc_unary_t *u, grpc_op ops[6]) {
   memset(ops, 0, 6 * sizeof ops[0]);
   initial_metadata(&ops[0], u->auth);

@@ -46,6 +46,12 @@ void gemmd_rpc_wait_init(gemmd_rpc_wait_t *w);
  * batch is still pending). The wait goes into w's average. */
 int gemmd_rpc_wait_for(grpc_completion_queue *cq, void *tag, gemmd_rpc_wait_t *w, gpr_timespec deadline);
 
+/* The first batch of a call that streams both ways: SEND_INITIAL_METADATA (with `auth`
+ * when given) and RECV_STATUS_ON_CLIENT into *trailing, *code and *details, which
+ * complete when the call ends. */
+void gemmd_rpc_open_ops(grpc_op ops[2], const grpc_metadata *auth, grpc_metadata_array *trailing,
+                        grpc_status_code *code, grpc_slice *details);
+
 /* One unary call in flight. Zero it before start. */
 typedef struct gemmd_rpc_unary_s {
   grpc_call *call;
