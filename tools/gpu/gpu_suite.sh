@@ -10,7 +10,8 @@
 #   nvml      the gemmd_gpu_* gauges of a running gemmd;
 #   weights   tools/bench/weights_io.py on the CUDA backend;
 #   serving   issues 33's and 40's tables (tools/bench/serving.py: C shm and C device-resident
-#             workers at 1-64 with both torch baselines, the 0.9 MB-result shape, C gRPC,
+#             workers at 1-64 with both torch baselines, the 0.9 MB-result shape, C gRPC
+#             (a call per request, and GEMM sessions),
 #             decode beside prefill); with GEMMD_BASE_DIR (a folder holding another build's
 #             gemmd, e.g. the previous commit's, carried beside the bundle) the host-arena
 #             rows again against it, in the same call; then gRPC's floor (gemmctl ping)
@@ -118,7 +119,7 @@ if [[ " $parts " == *" serving "* ]]; then
     [ "$label" = new ] && clients=c-shm,c-dev torch="--torch --torch-device"
     serving "$label" "$dir" $decode --workers 1,8,32,64 --clients $clients $torch
     serving "$label-0.9MB" "$dir" --backend cuda --shape 64x7168x2048 --seconds 2 --workers 32 --clients $clients $torch
-    serving "$label-grpc" "$dir" $decode --weights 16 --workers 1,32 --clients c-grpc
+    serving "$label-grpc" "$dir" $decode --weights 16 --workers 1,32 --clients c-grpc,c-stream
     serving "$label-mix" "$dir" $decode --workers 16 --clients , --mix c-shm:16:py-shm:2:4096x7168x16384
   done
   # gRPC's floor on this machine: a health check round trip without payload (gemmctl ping),
