@@ -339,6 +339,7 @@ static int run_session(gemmd_client_t *c, const gemm_opts_t *o, gemmd_gemm_call_
     call->request_id = i;
     if (gemmd_gemm_session_call(s, call, &r, &st) != 0) {
       if (failed++ == 0) first_error = st;
+      gemmd_gemm_result_free(&r);
       continue;
     }
     if (!have_first) {
