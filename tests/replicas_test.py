@@ -6,7 +6,8 @@ one replica is SIGKILLed and, a second later, started again on the same port and
 directory. GEMMs are pure, so the clients send a request that met a dead replica to the
 next one: every request must be answered exactly once, OK, with the right D (the Python
 workers check theirs against numpy), and the restarted replica must serve again. The
-throughput dip and the time until the restarted replica answered again are printed."""
+throughput dip and the time until the restarted replica answered again are printed.
+Then a GEMM session (one GemmStream per worker) across a restart of its one gemmd."""
 
 import json
 import os
@@ -129,6 +130,53 @@ class Replicas(unittest.TestCase):
         finally:
             for r in reps:
                 r.stop()
+
+    def test_session_outlives_a_restart(self):
+        """A GEMM session (libgemmclient; the C serving worker's c-stream client) keeps one
+        GemmStream open. gemmd is SIGKILLed under it and started again on the same port and
+        weight directory: the session replaces its broken stream, and the restarted gemmd
+        answers the same worker's requests."""
+        sys.path.insert(0, H.package_path())
+        import gemmd
+
+        wdir = os.path.join(H.tmpdir(), "session-restart-%d" % time.monotonic_ns())
+        d = H.Gemmd("--weight-dir", wdir, "--cpu-threads", "1")
+        worker = None
+        try:
+            client = gemmd.Client(d.address, timeout=30)
+            info = client.register_weight("w", np.random.default_rng(3).standard_normal((N, K)).astype(np.float32))
+            client.close()
+            port = d.grpc_port
+            worker = subprocess.Popen(
+                [H.repo_path("tools/bench/serving_worker"), "session:127.0.0.1:%d" % port, str(M), str(K),
+                 str(info.weight_id), "-", "6"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            self.assertEqual(worker.stdout.readline().strip(), "ready", worker.stderr.read() if worker.poll() else "")
+            worker.stdin.write("%.6f\n" % time.time())
+            worker.stdin.flush()
+            time.sleep(1.5)
+            self.assertGreater(ok_count(d), 3, "the session served before the kill")
+            d.proc.send_signal(signal.SIGKILL)
+            d.proc.wait()
+            d.stop()
+            d = H.Gemmd("--weight-dir", wdir, "--cpu-threads", "1", "--grpc-listen", "127.0.0.1:%d" % port)
+            restored = {w.name: w.weight_id for w in d.stub().ListWeights(self.pb.ListWeightsRequest()).weights}
+            self.assertEqual(restored.get("w"), info.weight_id, restored)
+            stdout, stderr = worker.communicate(timeout=60)
+            self.assertEqual(worker.returncode, 0, stderr)
+            row = json.loads(stdout.strip().splitlines()[-1])
+            served_after = ok_count(d)
+            print("session worker: %d requests answered, %d failed (while gemmd was down); %d answered by the "
+                  "restarted gemmd" % (row["requests"], row["errors"], served_after))
+            self.assertGreater(served_after, 0, "the session never served again: " + row["first_error"])
+        finally:
+            if worker is not None and worker.poll() is None:
+                worker.kill()
+            d.stop()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.pb, _, _, _ = H.stubs()
 
 
 if __name__ == "__main__":
