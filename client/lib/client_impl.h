@@ -51,6 +51,7 @@ int gemmd_client_not_over_shm(const char *what, gemmd_status_t *status);
 
 /* gemmd.v1.GemmService and grpc.health.v1.Health method paths. */
 #define GEMMD_METHOD_GEMM "/gemmd.v1.GemmService/Gemm"
+#define GEMMD_METHOD_GEMM_STREAM "/gemmd.v1.GemmService/GemmStream"
 #define GEMMD_METHOD_REGISTER_WEIGHT "/gemmd.v1.GemmService/RegisterWeight"
 #define GEMMD_METHOD_UNREGISTER_WEIGHT "/gemmd.v1.GemmService/UnregisterWeight"
 #define GEMMD_METHOD_LIST_WEIGHTS "/gemmd.v1.GemmService/ListWeights"

@@ -1,7 +1,7 @@
 /* libgemmclient's GEMM session (gemmclient.h): synchronous GEMMs on one GemmStream.
  *
  * Over gRPC the session owns a pluck queue and one GemmStream call on it. Each GEMM is one
- * batch, SEND_MESSAGE with RECV_MESSAGE (the first also carries the initial metadata), and
+ * batch, SEND_MESSAGE with RECV_MESSAGE (the first also receives the initial metadata), and
  * the caller plucks that batch's completion from its own queue, polling first as a unary
  * call does (rpc.h), so no other thread touches the answer. A second batch, started with
  * the stream, waits for the call's final status. gemmd answers a stream's requests in the
@@ -9,7 +9,7 @@
  *
  * When the stream ends (the server closed it, or a call's deadline passed and the session
  * cancelled it), the call gets the stream's status and the next call opens a new stream,
- * on the endpoint after. A request whose stream ended UNAVAILABLE before its answer is
+ * on the next endpoint in turn. A request whose stream ended UNAVAILABLE before its answer is
  * sent again on a new stream: first to the same endpoint when the stream was left from
  * earlier calls (it may have gone while the session was idle), then to the next ones, as a
  * unary call is.
@@ -23,8 +23,6 @@
 #include "client/lib/rpc.h"
 #include "client/lib/status.h"
 #include "client/lib/wire.h"
-
-#define GEMMD_METHOD_GEMM_STREAM "/gemmd.v1.GemmService/GemmStream"
 
 struct gemmd_gemm_session_s {
   gemmd_client_t *c;

@@ -186,7 +186,7 @@ static int open_grpc_stream(gemmd_gemm_stream_t *s, gemmd_status_t *status) {
   s->status_tag.complete = status_complete;
   s->ep = gemmd_endpoint_pick(c);
   s->call = grpc_channel_create_call(c->channels[s->ep], NULL, GRPC_PROPAGATE_DEFAULTS, c->async.cq,
-                                     grpc_slice_from_static_string("/gemmd.v1.GemmService/GemmStream"),
+                                     grpc_slice_from_static_string(GEMMD_METHOD_GEMM_STREAM),
                                      NULL, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
   if (s->call == NULL) {
     return gemmd_status_set(status, GEMMD_STATUS_INTERNAL, "cannot create a GemmStream call");
