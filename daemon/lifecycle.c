@@ -244,7 +244,10 @@ int gemmd_run(const gemmd_config_t *cfg) {
   gemmd_server_t *srv = calloc(1, sizeof *srv);
   if (srv == NULL) return 1;
   gemmd_rpc_process_setup(cfg); /* setenv: before gemmd has any other thread */
-  gemmd_server_init(srv, cfg);
+  if (gemmd_server_init(srv, cfg) != GEMMD_OK) {
+    free(srv);
+    return 1;
+  }
   srv->weight_dir_lock = -1;
   srv->on_quiet = maybe_stop;
 

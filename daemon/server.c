@@ -3,12 +3,15 @@
  * threads and docs/ARCHITECTURE.md for one request's path. */
 #include "daemon/server.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/timerfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "daemon/log.h"
 #include "daemon/status.h"
@@ -361,10 +364,28 @@ void gemmd_server_release_dispatch(gemmd_server_t *srv) {
 
 /* ---- Dispatch and completion ---------------------------------------------------------- */
 
-static void on_batch_delay(uv_timer_t *t) {
-  gemmd_server_t *srv = t->data;
+static void on_batch_delay(uv_poll_t *h, int status, int events) {
+  (void)status;
+  (void)events;
+  gemmd_server_t *srv = h->data;
+  uint64_t expirations;
+  while (read(srv->delay_fd, &expirations, sizeof expirations) > 0) {
+  }
+  uv_poll_stop(h);
   srv->delay_armed = 0;
   maybe_dispatch(srv);
+}
+
+/* Wake the loop at `at_ns` (gemmd_now_ns's clock) to form the partial batch. */
+static void arm_batch_delay(gemmd_server_t *srv, uint64_t at_ns) {
+  const struct itimerspec when = {
+      .it_value = {.tv_sec = (time_t)(at_ns / 1000000000u), .tv_nsec = (long)(at_ns % 1000000000u)}};
+  if (timerfd_settime(srv->delay_fd, TFD_TIMER_ABSTIME, &when, NULL) != 0) {
+    gemmd_log(GEMMD_LOG_ERROR, "timerfd_settime failed", "errno=%d", errno);
+    return;
+  }
+  srv->delay_armed = 1;
+  uv_poll_start(&srv->batch_delay, UV_READABLE, on_batch_delay);
 }
 
 /* While the engine has a slot this batch may take (slot_gate.h), turn the queue's head into
@@ -380,11 +401,7 @@ static void maybe_dispatch(gemmd_server_t *srv) {
         srv->batcher.requests.depth < (uint32_t)srv->cfg->max_batch_requests) {
       const uint64_t ready_at = gemmd_batcher_oldest_ns(&srv->batcher) + delay_ns;
       if (now < ready_at) {
-        if (!srv->delay_armed) {
-          srv->delay_armed = 1;
-          uv_timer_start(&srv->batch_delay, on_batch_delay, (ready_at - now + 999999) / 1000000,
-                         0);
-        }
+        if (!srv->delay_armed) arm_batch_delay(srv, ready_at);
         return;
       }
     }
@@ -747,7 +764,12 @@ void gemmd_server_unregister_weight(gemmd_server_t *srv, uint64_t id, const char
 
 /* ---- Start-up and teardown ------------------------------------------------------------ */
 
-void gemmd_server_init(gemmd_server_t *srv, const gemmd_config_t *cfg) {
+int gemmd_server_init(gemmd_server_t *srv, const gemmd_config_t *cfg) {
+  srv->delay_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (srv->delay_fd < 0) {
+    gemmd_log(GEMMD_LOG_ERROR, "timerfd_create failed", "errno=%d", errno);
+    return GEMMD_EIO;
+  }
   srv->cfg = cfg;
   srv->start_ns = gemmd_now_ns();
   srv->limits = (gemmd_limits_t){(uint32_t)cfg->max_m, (uint32_t)cfg->max_n, (uint32_t)cfg->max_k};
@@ -768,12 +790,13 @@ void gemmd_server_init(gemmd_server_t *srv, const gemmd_config_t *cfg) {
   srv->spin.data = srv;
   uv_timer_init(&srv->loop, &srv->tick);
   srv->tick.data = srv;
-  uv_timer_init(&srv->loop, &srv->batch_delay);
+  uv_poll_init(&srv->loop, &srv->batch_delay, srv->delay_fd);
   srv->batch_delay.data = srv;
   uv_signal_init(&srv->loop, &srv->sigterm);
   srv->sigterm.data = srv;
   uv_signal_init(&srv->loop, &srv->sigint);
   srv->sigint.data = srv;
+  return GEMMD_OK;
 }
 
 void gemmd_server_teardown(gemmd_server_t *srv) {
@@ -784,5 +807,6 @@ void gemmd_server_teardown(gemmd_server_t *srv) {
   if (uv_loop_close(&srv->loop) != 0) {
     gemmd_log(GEMMD_LOG_WARN, "loop closed with handles open", "");
   }
+  close(srv->delay_fd);
   pthread_mutex_destroy(&srv->inbox_mu);
 }

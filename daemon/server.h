@@ -66,7 +66,10 @@ struct gemmd_server_s {
   uv_work_t save_state;   /* the engine's save_state, every few seconds */
   int state_saving;
   unsigned ticks_since_save;
-  uv_timer_t batch_delay; /* --max-batch-delay-us */
+  /* --max-batch-delay-us: a timerfd set to the wait's end, which the loop polls. libuv's
+   * own timers count whole milliseconds, and the waits are tens to hundreds of µs. */
+  int delay_fd;
+  uv_poll_t batch_delay;
   int delay_armed;
 
   gemmd_batcher_t batcher;
@@ -152,7 +155,7 @@ void gemmd_server_engine_done(void *ctx, gemmd_batch_t *b);
 
 /* Sets up a zeroed srv: the state above, the loop and its handles (wakeup, spin,
  * batch_delay, tick, sigterm, sigint; initialized, not started). No engine yet. */
-void gemmd_server_init(gemmd_server_t *srv, const gemmd_config_t *cfg);
+int gemmd_server_init(gemmd_server_t *srv, const gemmd_config_t *cfg);
 
 /* After uv_run has returned with every handle closed: runs what is still posted, closes
  * the engine, frees the weights and the loop. srv itself stays the caller's. */
