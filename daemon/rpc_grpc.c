@@ -497,8 +497,17 @@ static void maybe_finish_shutdown(gemmd_rpc_t *rpc) {
   gemmd_server_post(rpc->srv, finish_shutdown, rpc);
 }
 
-/* Shutdown, step 2: once the answers already given have reached their clients (or after
- * a grace period for clients that stopped reading), cancel the calls left: health watches
+/* How long shutdown waits for answers already sent to reach their clients. A large answer
+ * to a client on a loaded machine can take seconds; the wait ends early once all are sent,
+ * so only a client that stopped reading holds shutdown this long (Triton's default exit
+ * timeout is the same 30 s). */
+static const uint64_t kFlushGraceNs = 30000000000ull;
+/* How long after the last send completed its client may take to read it before the calls
+ * left are cancelled (nginx's lingering close waits up to 5 s for a client's last bytes). */
+static const uint64_t kLingerNs = 1000000000ull;
+
+/* Shutdown, step 2: once the answers already given have been sent and read (or after a
+ * grace period for clients that stopped reading), cancel the calls left: health watches
  * and streams that are open but idle. */
 static void on_flush_closed(uv_handle_t *h) {
   gemmd_rpc_t *rpc = h->data;
@@ -508,17 +517,21 @@ static void on_flush_closed(uv_handle_t *h) {
 
 static void on_flush_timer(uv_timer_t *t) {
   gemmd_rpc_t *rpc = t->data;
-  if (atomic_load(&rpc->sends_in_flight) > 0 && gemmd_now_ns() < rpc->flush_deadline_ns) return;
+  const uint64_t now = gemmd_now_ns();
+  if (now < rpc->flush_deadline_ns) {
+    if (atomic_load(&rpc->sends_in_flight) > 0) return;
+    /* A completed send is in the kernel's socket buffers, perhaps not yet read by its
+     * client, and cancelling disconnects every transport: a socket closed with the
+     * client's frames unread resets, and the answer's tail is lost. So after a recent send
+     * wait until the clients have closed their connections after the GOAWAY (the shutdown
+     * tag comes then) or a linger has passed (idle health watches and streams stay). */
+    if (!atomic_load(&rpc->shutdown_notified) && now < atomic_load(&rpc->last_send_done_ns) + kLingerNs)
+      return;
+  }
   uv_timer_stop(t);
   grpc_server_cancel_all_calls(rpc->server);
   uv_close((uv_handle_t *)t, on_flush_closed);
 }
-
-/* How long shutdown waits for answers already sent to reach their clients. A large answer
- * to a client on a loaded machine can take seconds; the wait ends early once all are sent,
- * so only a client that stopped reading holds shutdown this long (Triton's default exit
- * timeout is the same 30 s). */
-static const uint64_t kFlushGraceNs = 30000000000ull;
 
 void gemmd_rpc_shutdown(gemmd_rpc_t *rpc, void (*done)(gemmd_server_t *, void *), void *arg) {
   rpc->done = done;
