@@ -154,7 +154,8 @@ void gemmd_server_notify_watchers(gemmd_server_t *srv);
 void gemmd_server_engine_done(void *ctx, gemmd_batch_t *b);
 
 /* Sets up a zeroed srv: the state above, the loop and its handles (wakeup, spin,
- * batch_delay, tick, sigterm, sigint; initialized, not started). No engine yet. */
+ * batch_delay, tick, sigterm, sigint; initialized, not started). No engine yet. Returns
+ * GEMMD_OK, or GEMMD_EIO with nothing set up when the batch delay's timerfd cannot be made. */
 int gemmd_server_init(gemmd_server_t *srv, const gemmd_config_t *cfg);
 
 /* After uv_run has returned with every handle closed: runs what is still posted, closes
