@@ -536,6 +536,9 @@ static void on_flush_timer(uv_timer_t *t) {
 void gemmd_rpc_shutdown(gemmd_rpc_t *rpc, void (*done)(gemmd_server_t *, void *), void *arg) {
   rpc->done = done;
   rpc->done_arg = arg;
+  /* Sends that completed before now may still be unread: the linger counts from here at
+   * the earliest (rpc_send_done records the later ones). */
+  atomic_store(&rpc->last_send_done_ns, gemmd_now_ns());
   atomic_store(&rpc->shutting_down, 1);
   /* Step 1: no new calls. */
   grpc_server_shutdown_and_notify(rpc->server, rpc->cq[0], &rpc->shutdown_tag);

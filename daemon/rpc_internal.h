@@ -72,7 +72,7 @@ struct gemmd_rpc_s {
   atomic_int shutdown_notified;
   atomic_int finish_posted;
   atomic_int sends_in_flight; /* batches with a SEND_MESSAGE or status not yet complete */
-  _Atomic uint64_t last_send_done_ns; /* when the last of those completed */
+  _Atomic uint64_t last_send_done_ns; /* shutting down: when the last of those completed */
   atomic_int registrations;   /* RegisterWeight streams past their first message */
   _Atomic uint64_t uploading_bytes; /* the bytes those streams' weights will hold */
   rpc_tag_t shutdown_tag;
@@ -112,7 +112,9 @@ void rpc_finish(rpc_call_t *c, uint8_t *packed, size_t len, int code, const char
  * shutdown lets answers reach their clients before cancelling what is left. */
 static inline void rpc_send_started(gemmd_rpc_t *rpc) { atomic_fetch_add(&rpc->sends_in_flight, 1); }
 static inline void rpc_send_done(gemmd_rpc_t *rpc) {
-  atomic_store_explicit(&rpc->last_send_done_ns, gemmd_now_ns(), memory_order_relaxed);
+  if (atomic_load_explicit(&rpc->shutting_down, memory_order_relaxed)) {
+    atomic_store_explicit(&rpc->last_send_done_ns, gemmd_now_ns(), memory_order_relaxed);
+  }
   atomic_fetch_sub(&rpc->sends_in_flight, 1);
 }
 

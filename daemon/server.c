@@ -369,10 +369,8 @@ static void on_batch_delay(uv_poll_t *h, int status, int events) {
   (void)events;
   gemmd_server_t *srv = h->data;
   uint64_t expirations;
-  while (read(srv->delay_fd, &expirations, sizeof expirations) > 0) {
-  }
+  (void)!read(srv->delay_fd, &expirations, sizeof expirations); /* re-arms the fd's readiness */
   uv_poll_stop(h);
-  srv->delay_armed = 0;
   maybe_dispatch(srv);
 }
 
@@ -384,7 +382,6 @@ static void arm_batch_delay(gemmd_server_t *srv, uint64_t at_ns) {
     gemmd_log(GEMMD_LOG_ERROR, "timerfd_settime failed", "errno=%d", errno);
     return;
   }
-  srv->delay_armed = 1;
   uv_poll_start(&srv->batch_delay, UV_READABLE, on_batch_delay);
 }
 
@@ -401,7 +398,7 @@ static void maybe_dispatch(gemmd_server_t *srv) {
         srv->batcher.requests.depth < (uint32_t)srv->cfg->max_batch_requests) {
       const uint64_t ready_at = gemmd_batcher_oldest_ns(&srv->batcher) + delay_ns;
       if (now < ready_at) {
-        if (!srv->delay_armed) arm_batch_delay(srv, ready_at);
+        if (!uv_is_active((uv_handle_t *)&srv->batch_delay)) arm_batch_delay(srv, ready_at);
         return;
       }
     }

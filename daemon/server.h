@@ -66,11 +66,11 @@ struct gemmd_server_s {
   uv_work_t save_state;   /* the engine's save_state, every few seconds */
   int state_saving;
   unsigned ticks_since_save;
-  /* --max-batch-delay-us: a timerfd set to the wait's end, which the loop polls. libuv's
-   * own timers count whole milliseconds, and the waits are tens to hundreds of µs. */
+  /* --max-batch-delay-us: a timerfd set to the wait's end, which the loop polls (the poll
+   * is active while a wait is armed). libuv's own timers count whole milliseconds, and the
+   * waits are tens to hundreds of µs. */
   int delay_fd;
   uv_poll_t batch_delay;
-  int delay_armed;
 
   gemmd_batcher_t batcher;
   gemmd_engine_t *engine;

@@ -40,6 +40,10 @@ def ok_count(d):
 
 
 class Replicas(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.pb, _, _, _ = H.stubs()
+
     def test_kill_and_restart_one_of_three(self):
         sys.path.insert(0, H.package_path())
         import gemmd
@@ -173,10 +177,6 @@ class Replicas(unittest.TestCase):
             if worker is not None and worker.poll() is None:
                 worker.kill()
             d.stop()
-
-    @classmethod
-    def setUpClass(cls):
-        cls.pb, _, _, _ = H.stubs()
 
 
 if __name__ == "__main__":
