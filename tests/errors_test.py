@@ -243,19 +243,24 @@ class StatusCodes(unittest.TestCase):
 
     def _occupy_engine(self, d, stub):
         """Starts a long GEMM and returns its future once it runs on the engine. Its rows are
-        sized from a short GEMM of the same weight, for about 3 s of this machine's CPU
+        sized from short GEMMs of the same weight, for about 5 s of this machine's CPU
         backend, since build machines differ several-fold in speed and the tests need the
-        engine held longer than their own waits; at most 8192 rows, so that other tests'
-        load on the CPUs cannot stretch it past the small requests' 60 s wait."""
+        engine held longer than their own waits. The faster of two probes sets the size: a
+        probe slowed by other tests' load on the CPUs would otherwise size a GEMM that ends
+        early once the load passes. At least 1024 rows, and at most 8192, so that load cannot
+        stretch it past the small requests' 60 s wait."""
         pb = self.pb
         n, k, probe = 4096, 8192, 128
         w = H.make_matrix(pb, self.rng, n, k, H.DT_E4M3, H.SL_NONE)
         stub.RegisterWeight(iter([pb.RegisterWeightRequest(name="long", weight=w)]))
         a = H.make_matrix(pb, self.rng, probe, k, H.DT_E4M3, H.SL_NONE)
-        t0 = time.time()
-        stub.Gemm(pb.GemmRequest(a=a, weight_name="long"))
-        per_row = (time.time() - t0) / probe
-        rows = int(min(8192, max(512, 3.0 / per_row))) // 128 * 128
+        times = []
+        for _ in range(2):
+            t0 = time.time()
+            stub.Gemm(pb.GemmRequest(a=a, weight_name="long"))
+            times.append(time.time() - t0)
+        per_row = min(times) / probe
+        rows = int(min(8192, max(1024, 5.0 / per_row))) // 128 * 128
         self.long_a = H.make_matrix(pb, self.rng, rows, k, H.DT_E4M3, H.SL_NONE)
         return self._start_long(d, stub)
 
