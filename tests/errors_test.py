@@ -245,10 +245,11 @@ class StatusCodes(unittest.TestCase):
         """Starts a long GEMM and returns its future once it runs on the engine. Its rows are
         sized from short GEMMs of the same weight, for about 3 s of this machine's CPU
         backend, since build machines differ several-fold in speed and the tests need the
-        engine held longer than their own waits. The faster of two probes sets the size: a
-        probe slowed by other tests' load on the CPUs would otherwise size a GEMM that ends
-        early once the load passes. At least 1024 rows, and at most 8192, so that load cannot
-        stretch it past the small requests' 60 s wait."""
+        engine held longer than their own waits. The faster of two probes sets the size,
+        and it is at least 2048 rows (about 1 s here unloaded): a probe slowed by other
+        tests' load on the CPUs would otherwise size a GEMM that ends early once the load
+        passes. At most 8192 rows, so that load cannot stretch it past the small requests'
+        60 s wait."""
         pb = self.pb
         n, k, probe = 4096, 8192, 128
         w = H.make_matrix(pb, self.rng, n, k, H.DT_E4M3, H.SL_NONE)
@@ -260,7 +261,7 @@ class StatusCodes(unittest.TestCase):
             stub.Gemm(pb.GemmRequest(a=a, weight_name="long"))
             times.append(time.time() - t0)
         per_row = min(times) / probe
-        rows = int(min(8192, max(1024, 3.0 / per_row))) // 128 * 128
+        rows = int(min(8192, max(2048, 3.0 / per_row))) // 128 * 128
         self.long_a = H.make_matrix(pb, self.rng, rows, k, H.DT_E4M3, H.SL_NONE)
         return self._start_long(d, stub)
 
