@@ -374,15 +374,21 @@ static void on_batch_delay(uv_poll_t *h, int status, int events) {
   maybe_dispatch(srv);
 }
 
-/* Wake the loop at `at_ns` (gemmd_now_ns's clock) to form the partial batch. */
-static void arm_batch_delay(gemmd_server_t *srv, uint64_t at_ns) {
+/* Wake the loop at `at_ns` (gemmd_now_ns's clock) to form the partial batch. Returns 0, or
+ * -1 where the wake-up could not be set (the caller then forms the batch at once, so that
+ * it is never left waiting for a wake-up that will not come). */
+static int arm_batch_delay(gemmd_server_t *srv, uint64_t at_ns) {
   const struct itimerspec when = {
       .it_value = {.tv_sec = (time_t)(at_ns / 1000000000u), .tv_nsec = (long)(at_ns % 1000000000u)}};
-  if (timerfd_settime(srv->delay_fd, TFD_TIMER_ABSTIME, &when, NULL) != 0) {
-    gemmd_log(GEMMD_LOG_ERROR, "timerfd_settime failed", "errno=%d", errno);
-    return;
+  const int rc = timerfd_settime(srv->delay_fd, TFD_TIMER_ABSTIME, &when, NULL) != 0
+                     ? -errno
+                     : uv_poll_start(&srv->batch_delay, UV_READABLE, on_batch_delay);
+  if (rc != 0) {
+    gemmd_log(GEMMD_LOG_ERROR, "the batch delay's wake-up could not be set; the batch forms now",
+              "error=\"%s\"", strerror(-rc));
+    return -1;
   }
-  uv_poll_start(&srv->batch_delay, UV_READABLE, on_batch_delay);
+  return 0;
 }
 
 /* While the engine has a slot this batch may take (slot_gate.h), turn the queue's head into
@@ -397,8 +403,8 @@ static void maybe_dispatch(gemmd_server_t *srv) {
     if (delay_ns > 0 && !srv->draining &&
         srv->batcher.requests.depth < (uint32_t)srv->cfg->max_batch_requests) {
       const uint64_t ready_at = gemmd_batcher_oldest_ns(&srv->batcher) + delay_ns;
-      if (now < ready_at) {
-        if (!uv_is_active((uv_handle_t *)&srv->batch_delay)) arm_batch_delay(srv, ready_at);
+      if (now < ready_at &&
+          (uv_is_active((uv_handle_t *)&srv->batch_delay) || arm_batch_delay(srv, ready_at) == 0)) {
         return;
       }
     }
